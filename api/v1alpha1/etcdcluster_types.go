@@ -1,0 +1,223 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!(has(self.storage.medium) && self.storage.medium == 'Memory' && self.replicas == 0)",message="spec.replicas: 0 is refused with spec.storage.medium Memory: a memory-backed cluster scaled to zero loses all its data"
+// +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || self.podDisruptionBudget.minAvailable <= self.replicas",message="spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"
+// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !self.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",messageExpression="'spec.version: ' + oldSelf.version + ' -> ' + self.version + ' is refused: etcd upgrades one minor version at a time and cannot be downgraded to an older minor; patch changes within a minor are allowed'"
+type EtcdClusterSpec struct {
+	// replicas is the number of etcd members. 0 makes a PVC-backed cluster dormant: Pods go, PVCs
+	// and the data stay, and scaling up again reuses them. Odd numbers (1, 3, 5) tolerate the most
+	// failures for their size.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// paused stops every roll and scale step; status stays fresh and shows what would happen next.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	MemberTemplate `json:",inline"`
+
+	// updateStrategy says how changed settings reach running members.
+	// +optional
+	// +kubebuilder:default={}
+	UpdateStrategy UpdateStrategy `json:"updateStrategy"`
+
+	// podDisruptionBudget over member Pods; managed by default with minAvailable = replicas - 1.
+	// +optional
+	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
+
+	// progressDeadlineSeconds: a rollout or scale step that takes longer sets Progressing=False with
+	// reason ProgressDeadlineExceeded. The step is not abandoned; Steward keeps trying while safe.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=30
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// TLS (tls), authentication (auth) and restore from a backup (bootstrap) arrive in later
+	// versions of this API.
+}
+
+// UpdateStrategyType is how changed settings reach running members.
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+type UpdateStrategyType string
+
+const (
+	// RollingUpdate rolls outdated members one at a time, the leader last.
+	RollingUpdate UpdateStrategyType = "RollingUpdate"
+	// OnDelete marks members outdated and rebuilds a member only when the user deletes its Pod.
+	OnDelete UpdateStrategyType = "OnDelete"
+)
+
+// UpdateStrategy says how changed settings reach running members.
+type UpdateStrategy struct {
+	// type is RollingUpdate (the default) or OnDelete.
+	// +optional
+	// +kubebuilder:default=RollingUpdate
+	Type UpdateStrategyType `json:"type,omitempty"`
+
+	// allowDowntime lets a single-member PVC cluster restart its only member to apply a change: a
+	// full outage while it restarts. A single memory-backed member is never rolled (its data would
+	// be lost).
+	// +optional
+	AllowDowntime bool `json:"allowDowntime,omitempty"`
+}
+
+// PodDisruptionBudgetSpec configures the PodDisruptionBudget over member Pods. It limits evictions
+// (node drains) only; the operator's own, one-at-a-time disruptions do not go through it.
+// +kubebuilder:validation:XValidation:rule="!has(self.minAvailable) || !has(self.enabled) || self.enabled",message="spec.podDisruptionBudget.minAvailable needs the budget enabled"
+type PodDisruptionBudgetSpec struct {
+	// enabled creates and manages the budget (default true).
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// minAvailable overrides the default of replicas - 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinAvailable *int32 `json:"minAvailable,omitempty"`
+}
+
+// EtcdClusterStatus is what Steward last observed. Conditions Available, Progressing, Degraded and
+// RollingUpdate say whether the cluster serves, is changing, is unhealthy, and how a rollout goes.
+type EtcdClusterStatus struct {
+	// observedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// observed is the member template Steward is moving members to. A spec change is adopted here at
+	// the next safe point (no member disrupted), so the latest intent wins.
+	// +optional
+	Observed *MemberTemplate `json:"observed,omitempty"`
+
+	// clusterID is etcd's cluster ID (hex) once the cluster has formed.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+
+	// members are the cluster's members as last seen, by ordinal.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []MemberStatus `json:"members,omitempty"`
+
+	// replicas is the number of members that exist (for the scale subresource).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyMembers counts voting members that pass health checks.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+
+	// updatedMembers counts members running the observed template.
+	// +optional
+	UpdatedMembers int32 `json:"updatedMembers,omitempty"`
+
+	// currentTemplate is a short digest of the observed template: a label for humans to compare,
+	// never used to decide anything.
+	// +optional
+	CurrentTemplate string `json:"currentTemplate,omitempty"`
+
+	// selector is the label selector of member Pods (for the scale subresource).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// rollout says what the rollout engine is doing and what it waits for.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// conditions: Available, Progressing, Degraded, RollingUpdate.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MemberRole is a member's role in Raft.
+// +kubebuilder:validation:Enum=Leader;Follower;Learner;Unknown
+type MemberRole string
+
+const (
+	RoleLeader   MemberRole = "Leader"
+	RoleFollower MemberRole = "Follower"
+	RoleLearner  MemberRole = "Learner"
+	RoleUnknown  MemberRole = "Unknown"
+)
+
+// MemberStatus is one member as last seen.
+type MemberStatus struct {
+	// name of the EtcdMember and its Pod.
+	Name string `json:"name"`
+	// id is etcd's member ID (hex), once the member was added.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// role in Raft.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+	// ready is true when the member passes etcd health checks, not only Pod readiness.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// version is the etcd server version the member reports.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// updated is true when the member runs the observed template.
+	// +optional
+	Updated bool `json:"updated,omitempty"`
+}
+
+// RolloutStatus shows the rollout engine's plan, also while paused or with OnDelete.
+type RolloutStatus struct {
+	// pass is the name of the pass in progress (most changes have one pass; CA rotation has several).
+	// +optional
+	Pass string `json:"pass,omitempty"`
+	// member being rolled now, if any.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// pending are the outdated members still to roll, in the order they will go.
+	// +optional
+	// +listType=atomic
+	Pending []string `json:"pending,omitempty"`
+	// waitingFor says why the engine is not rolling right now, if it is not.
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+}
+
+// EtcdCluster is an etcd cluster managed by Steward. Every spec change reaches every member, one
+// member at a time, or is refused at admission with a message saying why.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=etcd;etcds,categories=steward
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedMembers`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Rollout",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="RollingUpdate")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EtcdClusterSpec `json:"spec"`
+	// +optional
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}

@@ -1,0 +1,101 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdMemberSpec is what one member runs. Steward writes it; users should not.
+type EtcdMemberSpec struct {
+	// clusterName is the EtcdCluster this member belongs to (same namespace).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.clusterName is immutable"
+	ClusterName string `json:"clusterName"`
+
+	// ordinal is the member's number; the member, its Pod and its PVC are named <cluster>-<ordinal>.
+	// Ordinals are never renumbered.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.ordinal is immutable"
+	Ordinal int32 `json:"ordinal"`
+
+	// template is the member template this member's Pod is built from. It differs from the
+	// cluster's status.observed while the member is outdated.
+	Template MemberTemplate `json:"template"`
+}
+
+// MemberPhase is where a member is in its life.
+// +kubebuilder:validation:Enum=Pending;Joining;Learner;Running;Removing
+type MemberPhase string
+
+const (
+	// MemberPending: the object exists; the member is not yet added to etcd.
+	MemberPending MemberPhase = "Pending"
+	// MemberJoining: intent to add is recorded; MemberAdd may or may not have happened (decide from
+	// the live member list).
+	MemberJoining MemberPhase = "Joining"
+	// MemberLearner: added as a learner, catching up, not yet promoted.
+	MemberLearner MemberPhase = "Learner"
+	// MemberRunning: a voting member.
+	MemberRunning MemberPhase = "Running"
+	// MemberRemoving: intent to remove is recorded; MemberRemove may or may not have happened.
+	MemberRemoving MemberPhase = "Removing"
+)
+
+// EtcdMemberStatus is what Steward last saw of this member.
+type EtcdMemberStatus struct {
+	// phase is where the member is in its life; written before each etcd or Kubernetes action
+	// (intent first), so a restarted operator resumes from live facts and this record.
+	// +optional
+	Phase MemberPhase `json:"phase,omitempty"`
+	// id is etcd's member ID (hex), once added.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// role in Raft.
+	// +optional
+	Role MemberRole `json:"role,omitempty"`
+	// ready is true when the member passes etcd health checks.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// version is the etcd server version the member reports.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// conditions of the member.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdMember is one member of an EtcdCluster. It is owned and written only by the Steward operator:
+// it records the template the member runs and the intent of the step in progress. Edit the
+// EtcdCluster instead; edits here are overwritten.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=etcdmember,categories=steward
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
+// +kubebuilder:printcolumn:name="Ready",type=boolean,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.template.version`
+// +kubebuilder:printcolumn:name="ID",type=string,priority=1,JSONPath=`.status.id`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdMember struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec EtcdMemberSpec `json:"spec"`
+	// +optional
+	Status EtcdMemberStatus `json:"status,omitempty"`
+}
+
+// EtcdMemberList is a list of EtcdMember.
+// +kubebuilder:object:root=true
+type EtcdMemberList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdMember `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdMember{}, &EtcdMemberList{})
+}

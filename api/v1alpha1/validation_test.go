@@ -1,0 +1,277 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/testenv"
+)
+
+// The admission rules live in the CRD (markers and CEL). These tests install the generated CRDs
+// into a real kube-apiserver and prove each rule accepts what it should and refuses, with its
+// message, what it should not.
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+var nameSeq int
+
+// newCluster returns a minimal valid cluster with a unique name, changed by mutate.
+func newCluster(mutate func(*v1.EtcdCluster)) *v1.EtcdCluster {
+	nameSeq++
+	ec := &v1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", nameSeq), Namespace: "default"},
+		Spec:       v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{Version: "3.6.16"}},
+	}
+	if mutate != nil {
+		mutate(ec)
+	}
+	return ec
+}
+
+func qty(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// expectResult checks an apiserver answer against the wanted message ("" = must be accepted).
+func expectResult(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused a valid object: %v", err)
+	case want != "" && err == nil:
+		t.Fatalf("accepted an invalid object; wanted an error containing %q", want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Fatalf("error %q does not contain %q", err.Error(), want)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	ec := newCluster(nil)
+	if err := env.Client.Create(ctx(t), ec); err != nil {
+		t.Fatal(err)
+	}
+	s := ec.Spec
+	if s.Replicas == nil || *s.Replicas != 3 {
+		t.Errorf("replicas default = %v, want 3", s.Replicas)
+	}
+	if s.Storage.Size == nil || s.Storage.Size.String() != "4Gi" {
+		t.Errorf("storage.size default = %v, want 4Gi", s.Storage.Size)
+	}
+	if s.UpdateStrategy.Type != v1.RollingUpdate {
+		t.Errorf("updateStrategy.type default = %q", s.UpdateStrategy.Type)
+	}
+	if s.ProgressDeadlineSeconds == nil || *s.ProgressDeadlineSeconds != 600 {
+		t.Errorf("progressDeadlineSeconds default = %v", s.ProgressDeadlineSeconds)
+	}
+	if s.Storage.Medium != v1.StorageMediumDefault || s.Storage.RetentionPolicy != "" {
+		t.Errorf("storage defaults = %+v", s.Storage)
+	}
+}
+
+func TestCreateValidation(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*v1.EtcdCluster)
+		want   string
+	}{
+		{"minimal", nil, ""},
+		{"everything set", func(c *v1.EtcdCluster) {
+			c.Spec.Replicas = ptr.To[int32](5)
+			c.Spec.Image = "example.com/etcd:custom"
+			c.Spec.Storage = v1.StorageSpec{Size: qty("8Gi"), StorageClassName: ptr.To("fast"), RetentionPolicy: v1.RetentionDelete}
+			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+			c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+			c.Spec.PodMetadata.Labels = map[string]string{"team": "a"}
+			c.Spec.Options = v1.EtcdOptions{
+				QuotaBackendBytes: qty("4Gi"), AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
+				SnapshotCount: ptr.To[int64](10000), HeartbeatIntervalMillis: ptr.To[int32](200),
+				ElectionTimeoutMillis: ptr.To[int32](2000), MaxRequestBytes: ptr.To[int32](3 << 20),
+				LogLevel: "warn", ExtraArgs: map[string]string{"experimental-compact-hash-check-enabled": "true"},
+			}
+			c.Spec.UpdateStrategy = v1.UpdateStrategy{Type: v1.OnDelete}
+			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
+		}, ""},
+		{"version two parts", func(c *v1.EtcdCluster) { c.Spec.Version = "3.6" }, "spec.version must be X.Y.Z"},
+		{"version with v", func(c *v1.EtcdCluster) { c.Spec.Version = "v3.6.1" }, "spec.version must be X.Y.Z"},
+		{"version missing", func(c *v1.EtcdCluster) { c.Spec.Version = "" }, "spec.version"},
+		{"negative replicas", func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
+		{"dormant PVC cluster", func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](0) }, ""},
+		{"dormant memory cluster", func(c *v1.EtcdCluster) {
+			c.Spec.Replicas = ptr.To[int32](0)
+			c.Spec.Storage.Medium = v1.StorageMediumMemory
+		}, "spec.replicas: 0 is refused with spec.storage.medium Memory"},
+		{"unknown medium", func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = "Disk" }, "spec.storage.medium: Unsupported value"},
+		{"class with memory", func(c *v1.EtcdCluster) {
+			c.Spec.Storage.Medium = v1.StorageMediumMemory
+			c.Spec.Storage.StorageClassName = ptr.To("fast")
+		}, "storageClassName applies to PVC storage only"},
+		{"zero size", func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("0") }, "spec.storage.size must be a positive quantity"},
+		{"unknown retention", func(c *v1.EtcdCluster) { c.Spec.Storage.RetentionPolicy = "Keep" }, "spec.storage.retentionPolicy: Unsupported value"},
+		{"owned flag", func(c *v1.EtcdCluster) {
+			c.Spec.Options.ExtraArgs = map[string]string{"data-dir": "/tmp", "log-outputs": "stderr"}
+		}, "spec.options.extraArgs cannot set flags Steward owns: data-dir"},
+		{"TLS flag", func(c *v1.EtcdCluster) {
+			c.Spec.Options.ExtraArgs = map[string]string{"peer-trusted-ca-file": "/ca"}
+		}, "cannot set flags Steward owns: peer-trusted-ca-file"},
+		{"typed flag", func(c *v1.EtcdCluster) {
+			c.Spec.Options.ExtraArgs = map[string]string{"snapshot-count": "5"}
+		}, "cannot set a flag that has a typed field"},
+		{"dashed flag", func(c *v1.EtcdCluster) {
+			c.Spec.Options.ExtraArgs = map[string]string{"--log-outputs": "stderr"}
+		}, "extraArgs keys must be etcd flag names without leading dashes"},
+		{"upper-case flag", func(c *v1.EtcdCluster) {
+			c.Spec.Options.ExtraArgs = map[string]string{"Log-Outputs": "stderr"}
+		}, "extraArgs keys must be etcd flag names"},
+		{"bad update strategy", func(c *v1.EtcdCluster) { c.Spec.UpdateStrategy.Type = "Recreate" }, "spec.updateStrategy.type: Unsupported value"},
+		{"PDB above replicas", func(c *v1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](4)}
+		}, "spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"},
+		{"PDB disabled with minAvailable", func(c *v1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{Enabled: ptr.To(false), MinAvailable: ptr.To[int32](1)}
+		}, "minAvailable needs the budget enabled"},
+		{"PDB disabled", func(c *v1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}
+		}, ""},
+		{"election below 5 heartbeats", func(c *v1.EtcdCluster) {
+			c.Spec.Options.HeartbeatIntervalMillis = ptr.To[int32](300)
+		}, "electionTimeoutMillis must be at least 5 times"},
+		{"retention without mode", func(c *v1.EtcdCluster) { c.Spec.Options.AutoCompactionRetention = "1h" }, "needs spec.options.autoCompactionMode"},
+		{"malformed retention", func(c *v1.EtcdCluster) {
+			c.Spec.Options.AutoCompactionMode = "periodic"
+			c.Spec.Options.AutoCompactionRetention = "an hour"
+		}, "spec.options.autoCompactionRetention"},
+		{"revision retention", func(c *v1.EtcdCluster) {
+			c.Spec.Options.AutoCompactionMode = "revision"
+			c.Spec.Options.AutoCompactionRetention = "1000"
+		}, ""},
+		{"short progress deadline", func(c *v1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) }, "spec.progressDeadlineSeconds"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expectResult(t, env.Client.Create(ctx(t), newCluster(tc.mutate)), tc.want)
+		})
+	}
+}
+
+func TestUpdateValidation(t *testing.T) {
+	cases := []struct {
+		name   string
+		create func(*v1.EtcdCluster)
+		update func(*v1.EtcdCluster)
+		want   string
+	}{
+		{"medium PVC to Memory", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = v1.StorageMediumMemory }, "spec.storage.medium is locked"},
+		{"medium Memory to PVC", func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = v1.StorageMediumMemory },
+			func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = "" }, "spec.storage.medium is locked"},
+		{"class changed", func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") },
+			func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("b") }, "spec.storage.storageClassName is locked"},
+		{"class added", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") }, "spec.storage.storageClassName is locked"},
+		{"class removed", func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") },
+			func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = nil }, "spec.storage.storageClassName is locked"},
+		{"size shrinks", func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("8Gi") },
+			func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("6Gi") }, "spec.storage.size may only grow"},
+		{"size grows", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("10Gi") }, ""},
+		{"size same in other units", func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("1Gi") },
+			func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("1024Mi") }, ""},
+		{"retention changes", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.RetentionPolicy = v1.RetentionDelete }, ""},
+		{"resources change", nil, func(c *v1.EtcdCluster) {
+			c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}, ""},
+		{"memory cluster to zero", func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = v1.StorageMediumMemory },
+			func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas: 0 is refused"},
+		{"scale below PDB", func(c *v1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
+		}, func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](1) }, "minAvailable cannot exceed spec.replicas"},
+		{"patch up", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.6.17" }, ""},
+		{"patch down", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.6.2" }, ""},
+		{"one minor up", func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" },
+			func(c *v1.EtcdCluster) { c.Spec.Version = "3.6.16" }, ""},
+		{"skipped minor", func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" },
+			func(c *v1.EtcdCluster) { c.Spec.Version = "3.7.3" }, "spec.version: 3.5.21 -> 3.7.3 is refused"},
+		{"minor downgrade", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" }, "spec.version: 3.6.16 -> 3.5.21 is refused"},
+		{"major change", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "4.0.0" }, "etcd upgrades one minor version at a time"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ec := newCluster(tc.create)
+			if err := env.Client.Create(ctx(t), ec); err != nil {
+				t.Fatalf("creating the starting object: %v", err)
+			}
+			tc.update(ec)
+			expectResult(t, env.Client.Update(ctx(t), ec), tc.want)
+		})
+	}
+}
+
+func TestScaleSubresource(t *testing.T) {
+	ec := newCluster(nil)
+	if err := env.Client.Create(ctx(t), ec); err != nil {
+		t.Fatal(err)
+	}
+	scale := &autoscalingv1.Scale{}
+	if err := env.Client.SubResource("scale").Get(ctx(t), ec, scale); err != nil {
+		t.Fatalf("get scale: %v", err)
+	}
+	if got := scale.Spec.Replicas; got != 3 {
+		t.Fatalf("scale.spec.replicas = %d, want 3", got)
+	}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`))
+	if err := env.Client.SubResource("scale").Patch(ctx(t), ec, patch); err != nil {
+		t.Fatalf("patch scale: %v", err)
+	}
+	if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(ec), ec); err != nil {
+		t.Fatal(err)
+	}
+	if *ec.Spec.Replicas != 5 {
+		t.Fatalf("spec.replicas = %d after scaling to 5", *ec.Spec.Replicas)
+	}
+}
+
+func TestMemberValidation(t *testing.T) {
+	m := &v1.EtcdMember{
+		ObjectMeta: metav1.ObjectMeta{Name: "m-0", Namespace: "default"},
+		Spec: v1.EtcdMemberSpec{ClusterName: "m", Ordinal: 0,
+			Template: v1.MemberTemplate{Version: "3.6.16"}},
+	}
+	if err := env.Client.Create(ctx(t), m); err != nil {
+		t.Fatal(err)
+	}
+	m.Spec.Ordinal = 1
+	expectResult(t, env.Client.Update(ctx(t), m), "spec.ordinal is immutable")
+	m.Spec.Ordinal = 0
+	m.Spec.ClusterName = "other"
+	expectResult(t, env.Client.Update(ctx(t), m), "spec.clusterName is immutable")
+	m.Spec.ClusterName = "m"
+	m.Spec.Template.Version = "3.7.0"
+	expectResult(t, env.Client.Update(ctx(t), m), "")
+}

@@ -1,0 +1,72 @@
+package manager
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/controller"
+)
+
+// leaderElectionID names the Lease that operator replicas compete for.
+const leaderElectionID = "steward.etcd.steward.dev"
+
+// NewScheme returns a scheme with the built-in kinds and Steward's.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(stewardv1.AddToScheme(s))
+	return s
+}
+
+// New builds a manager with every Steward controller registered and the health checks installed.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	sync := o.SyncPeriod
+	cacheOpts := cache.Options{SyncPeriod: &sync}
+	if len(o.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  NewScheme(),
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.HealthProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        leaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// A replica that steps down exits at once, so two never act on the same member.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	r := &controller.EtcdClusterReconciler{
+		Client:              mgr.GetClient(),
+		Recorder:            mgr.GetEventRecorder("steward"),
+		EtcdImageRepository: o.EtcdImageRepository,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EtcdCluster controller: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,71 @@
+// Package manager builds the Steward controller manager from command-line options, so the binary
+// and the tests start exactly the same thing.
+package manager
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultEtcdImageRepository is where etcd's own release images live; members run <repo>:v<version>.
+const DefaultEtcdImageRepository = "gcr.io/etcd-development/etcd"
+
+// Options are the manager's settings, one field per flag.
+type Options struct {
+	// WatchNamespaces limits the operator to these namespaces; empty watches all.
+	WatchNamespaces []string
+	// EtcdImageRepository is the repository of member images (tag v<version>).
+	EtcdImageRepository string
+	// LeaderElect makes only one replica of the operator active at a time.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the election Lease; empty means the Pod's own namespace.
+	LeaderElectionNamespace string
+	// HealthProbeAddr serves /healthz and /readyz; "0" disables.
+	HealthProbeAddr string
+	// MetricsAddr serves Prometheus metrics; "0" disables.
+	MetricsAddr string
+	// SyncPeriod is how often every object is reconciled even when nothing changed.
+	SyncPeriod time.Duration
+}
+
+// BindFlags registers the options on fs with their defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.Func("watch-namespaces", "comma-separated namespaces to watch (default: all)", func(v string) error {
+		o.WatchNamespaces = splitList(v)
+		return nil
+	})
+	fs.StringVar(&o.EtcdImageRepository, "etcd-image-repository", DefaultEtcdImageRepository,
+		"image repository of etcd members; the tag is v<spec.version>")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader so only one operator replica acts")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
+		"namespace of the leader election Lease (default: the operator's own)")
+	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "full resync period")
+}
+
+// Validate reports options that cannot work, before anything starts.
+func (o *Options) Validate() error {
+	if strings.TrimSpace(o.EtcdImageRepository) == "" {
+		return fmt.Errorf("--etcd-image-repository must not be empty")
+	}
+	if strings.Contains(o.EtcdImageRepository, "@") || strings.HasSuffix(o.EtcdImageRepository, ":") {
+		return fmt.Errorf("--etcd-image-repository %q must be a repository without tag or digest", o.EtcdImageRepository)
+	}
+	if o.SyncPeriod < time.Minute {
+		return fmt.Errorf("--sync-period %s is below one minute", o.SyncPeriod)
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
