@@ -50,4 +50,3 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("etcdcluster").
 		Complete(r)
 }
-

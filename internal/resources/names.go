@@ -1,0 +1,98 @@
+// Package resources builds the Kubernetes objects of an etcd cluster (member Pods, PVCs, Services,
+// the PodDisruptionBudget) from a member template. Pure functions: no client, no clock.
+package resources
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// Labels Steward puts on everything it creates. Selectors use only these, never user labels.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelCluster   = "etcd.steward.dev/cluster"
+	LabelMember    = "etcd.steward.dev/member"
+	// LabelVoter is "true" on Pods of voting members; the client Service selects it so learners
+	// never receive client traffic.
+	LabelVoter = "etcd.steward.dev/voter"
+)
+
+// Ports etcd listens on inside each member Pod.
+const (
+	ClientPort  = 2379
+	PeerPort    = 2380
+	MetricsPort = 2381
+)
+
+// DataMountPath is where the member's volume is mounted; etcd's data dir is a child of it so a
+// fresh volume's lost+found never confuses etcd.
+const DataMountPath = "/var/lib/etcd"
+
+// MemberName is the name of member ordinal n: its EtcdMember, Pod and hostname.
+func MemberName(cluster string, ordinal int32) string {
+	return cluster + "-" + strconv.Itoa(int(ordinal))
+}
+
+// OrdinalOf parses the ordinal back out of a member name of cluster.
+func OrdinalOf(cluster, member string) (int32, bool) {
+	rest, ok := strings.CutPrefix(member, cluster+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 32)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != rest {
+		return 0, false
+	}
+	return int32(n), true
+}
+
+// PVCName is the data volume claim of a PVC-backed member.
+func PVCName(member string) string { return "data-" + member }
+
+// PeerServiceName is the headless Service that gives members stable DNS names.
+func PeerServiceName(cluster string) string { return cluster }
+
+// ClientServiceName is the Service applications use; it selects ready voters only.
+func ClientServiceName(cluster string) string { return cluster + "-client" }
+
+// PDBName is the PodDisruptionBudget over member Pods.
+func PDBName(cluster string) string { return cluster }
+
+// MemberHost is a member's stable DNS name through the headless Service.
+func MemberHost(cluster, namespace, member string) string {
+	return fmt.Sprintf("%s.%s.%s.svc", member, PeerServiceName(cluster), namespace)
+}
+
+// PeerURL is the member's peer URL as etcd records it; the member list is matched on it.
+func PeerURL(cluster, namespace, member string) string {
+	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, namespace, member), PeerPort)
+}
+
+// ClientURL is the member's advertised client URL.
+func ClientURL(cluster, namespace, member string) string {
+	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, namespace, member), ClientPort)
+}
+
+// ClusterToken is --initial-cluster-token: derived from the EtcdCluster's UID, so a cluster
+// deleted and recreated under the same name never joins members that kept the old data.
+func ClusterToken(ec *stewardv1.EtcdCluster) string {
+	return ec.Name + "-" + string(ec.UID)
+}
+
+// SelectorLabels select every member Pod of a cluster.
+func SelectorLabels(cluster string) map[string]string {
+	return map[string]string{LabelName: "etcd", LabelInstance: cluster, LabelCluster: cluster}
+}
+
+// Image is the container image of a template: the override, or <repository>:v<version>.
+func Image(t *stewardv1.MemberTemplate, repository string) string {
+	if t.Image != "" {
+		return t.Image
+	}
+	return repository + ":v" + t.Version
+}

@@ -1,0 +1,198 @@
+package resources
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// ClusterState is etcd's --initial-cluster-state.
+type ClusterState string
+
+const (
+	// StateNew starts a new cluster; only the seed of a cluster that never formed uses it.
+	StateNew ClusterState = "new"
+	// StateExisting joins a member that was added to a running cluster.
+	StateExisting ClusterState = "existing"
+)
+
+// Bootstrap is how a member joins, decided by the controller from the live member list when the
+// Pod is created. etcd ignores it once the data directory holds a member, so a recreated Pod of a
+// PVC member restarts with its own identity whatever these say.
+type Bootstrap struct {
+	// InitialCluster is --initial-cluster: name=peerURL pairs of the voters and this member.
+	InitialCluster string
+	State          ClusterState
+}
+
+// Member identifies the member a Pod is for.
+type Member struct {
+	Cluster   *stewardv1.EtcdCluster
+	Name      string
+	Template  *stewardv1.MemberTemplate
+	Bootstrap Bootstrap
+	// Voter sets LabelVoter so the client Service routes to the member.
+	Voter bool
+}
+
+// Pod builds the member's Pod. imageRepository is used when the template sets no image.
+func Pod(m Member, imageRepository string) *corev1.Pod {
+	ec, t := m.Cluster, m.Template
+	labels := MemberLabels(ec.Name, m.Name, t, m.Voter)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        m.Name,
+			Namespace:   ec.Namespace,
+			Labels:      labels,
+			Annotations: maps.Clone(t.PodMetadata.Annotations),
+		},
+		Spec: corev1.PodSpec{
+			Hostname:  m.Name,
+			Subdomain: PeerServiceName(ec.Name),
+			// etcd reads ETCD_* variables as flags; Service links would inject some.
+			EnableServiceLinks:            ptr.To(false),
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			ImagePullSecrets:              slices.Clone(t.ImagePullSecrets),
+			NodeSelector:                  maps.Clone(t.NodeSelector),
+			Tolerations:                   slices.Clone(t.Tolerations),
+			TopologySpreadConstraints:     slices.Clone(t.TopologySpreadConstraints),
+			PriorityClassName:             t.PriorityClassName,
+			Affinity:                      affinity(ec.Name, t),
+			Containers: []corev1.Container{{
+				Name:      "etcd",
+				Image:     Image(t, imageRepository),
+				Command:   []string{"/usr/local/bin/etcd"},
+				Args:      Args(m),
+				Resources: *t.Resources.DeepCopy(),
+				Ports: []corev1.ContainerPort{
+					{Name: "client", ContainerPort: ClientPort},
+					{Name: "peer", ContainerPort: PeerPort},
+					{Name: "metrics", ContainerPort: MetricsPort},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: DataMountPath}},
+				// Serializable health answers on learners and without quorum: a member that cannot
+				// reach quorum is not broken itself, and restarting it would not help.
+				ReadinessProbe: probe("/health?serializable=true", 3),
+				LivenessProbe:  probe("/health?serializable=true", 8),
+				StartupProbe:   probe("/health?serializable=true", 60),
+			}},
+			Volumes: []corev1.Volume{dataVolume(m.Name, t)},
+		},
+	}
+	return pod
+}
+
+// MemberLabels are a member Pod's labels: the user's podMetadata labels, then Steward's own, which
+// win so selectors cannot be broken from the spec.
+func MemberLabels(cluster, member string, t *stewardv1.MemberTemplate, voter bool) map[string]string {
+	labels := maps.Clone(t.PodMetadata.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, SelectorLabels(cluster))
+	labels[LabelManagedBy] = "steward"
+	labels[LabelMember] = member
+	labels[LabelVoter] = strconv.FormatBool(voter)
+	return labels
+}
+
+func probe(path string, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(MetricsPort),
+		}},
+		PeriodSeconds:    5,
+		TimeoutSeconds:   3,
+		FailureThreshold: failures,
+	}
+}
+
+func dataVolume(member string, t *stewardv1.MemberTemplate) corev1.Volume {
+	if t.Storage.Medium == stewardv1.StorageMediumMemory {
+		return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: t.Storage.Size},
+		}}
+	}
+	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(member)},
+	}}
+}
+
+// affinity is the template's, or by default a preference to put members of one cluster on
+// different nodes (preferred, so a single-node cluster still schedules).
+func affinity(cluster string, t *stewardv1.MemberTemplate) *corev1.Affinity {
+	if t.Affinity != nil {
+		return t.Affinity.DeepCopy()
+	}
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(cluster)},
+				TopologyKey:   corev1.LabelHostname,
+			},
+		}},
+	}}
+}
+
+// Args are etcd's flags for the member: identity and URLs first, then the typed options, then the
+// user's extraArgs in name order, so the same template always yields the same command line.
+func Args(m Member) []string {
+	ec, t := m.Cluster, m.Template
+	args := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + DataMountPath + "/data",
+		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
+		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
+		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
+		"--initial-advertise-peer-urls=" + PeerURL(ec.Name, ec.Namespace, m.Name),
+		"--advertise-client-urls=" + ClientURL(ec.Name, ec.Namespace, m.Name),
+		"--initial-cluster=" + m.Bootstrap.InitialCluster,
+		"--initial-cluster-state=" + string(m.Bootstrap.State),
+		"--initial-cluster-token=" + ClusterToken(ec),
+	}
+	args = append(args, optionArgs(&t.Options)...)
+	for _, k := range slices.Sorted(maps.Keys(t.Options.ExtraArgs)) {
+		args = append(args, "--"+k+"="+t.Options.ExtraArgs[k])
+	}
+	return args
+}
+
+func optionArgs(o *stewardv1.EtcdOptions) []string {
+	var args []string
+	add := func(flag, value string) { args = append(args, "--"+flag+"="+value) }
+	if o.QuotaBackendBytes != nil {
+		add("quota-backend-bytes", strconv.FormatInt(o.QuotaBackendBytes.Value(), 10))
+	}
+	if o.AutoCompactionMode != "" {
+		add("auto-compaction-mode", string(o.AutoCompactionMode))
+	}
+	if o.AutoCompactionRetention != "" {
+		add("auto-compaction-retention", o.AutoCompactionRetention)
+	}
+	if o.SnapshotCount != nil {
+		add("snapshot-count", strconv.FormatInt(*o.SnapshotCount, 10))
+	}
+	if o.HeartbeatIntervalMillis != nil {
+		add("heartbeat-interval", strconv.Itoa(int(*o.HeartbeatIntervalMillis)))
+	}
+	if o.ElectionTimeoutMillis != nil {
+		add("election-timeout", strconv.Itoa(int(*o.ElectionTimeoutMillis)))
+	}
+	if o.MaxRequestBytes != nil {
+		add("max-request-bytes", strconv.Itoa(int(*o.MaxRequestBytes)))
+	}
+	if o.LogLevel != "" {
+		add("log-level", string(o.LogLevel))
+	}
+	return args
+}

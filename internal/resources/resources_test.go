@@ -1,0 +1,239 @@
+package resources
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+func cluster(mutate func(*stewardv1.EtcdCluster)) *stewardv1.EtcdCluster {
+	size := resource.MustParse("2Gi")
+	ec := &stewardv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid-1"},
+		Spec: stewardv1.EtcdClusterSpec{
+			Replicas:       ptr.To[int32](3),
+			MemberTemplate: stewardv1.MemberTemplate{Version: "3.6.16", Storage: stewardv1.StorageSpec{Size: &size}},
+		},
+	}
+	if mutate != nil {
+		mutate(ec)
+	}
+	return ec
+}
+
+func member(ec *stewardv1.EtcdCluster) Member {
+	return Member{Cluster: ec, Name: "db-1", Template: &ec.Spec.MemberTemplate, Voter: true,
+		Bootstrap: Bootstrap{InitialCluster: "db-0=http://db-0.db.ns.svc:2380,db-1=http://db-1.db.ns.svc:2380", State: StateExisting}}
+}
+
+func TestNames(t *testing.T) {
+	if got := PeerURL("db", "ns", "db-2"); got != "http://db-2.db.ns.svc:2380" {
+		t.Errorf("PeerURL = %s", got)
+	}
+	if got := ClientURL("db", "ns", "db-2"); got != "http://db-2.db.ns.svc:2379" {
+		t.Errorf("ClientURL = %s", got)
+	}
+	if MemberName("db", 7) != "db-7" || PVCName("db-7") != "data-db-7" || ClientServiceName("db") != "db-client" {
+		t.Error("member, PVC or client Service name changed: existing clusters would be orphaned")
+	}
+	a, b := cluster(nil), cluster(func(c *stewardv1.EtcdCluster) { c.UID = "uid-2" })
+	if ClusterToken(a) == ClusterToken(b) {
+		t.Error("a recreated cluster of the same name must get a new --initial-cluster-token")
+	}
+}
+
+func TestOrdinalOf(t *testing.T) {
+	cases := []struct {
+		cluster, member string
+		want            int32
+		ok              bool
+	}{
+		{"db", "db-0", 0, true},
+		{"db", "db-12", 12, true},
+		{"db-a", "db-a-3", 3, true},
+		{"db", "db-a-3", 0, false},
+		{"db", "other-1", 0, false},
+		{"db", "db-01", 0, false},
+		{"db", "db--1", 0, false},
+		{"db", "db-", 0, false},
+	}
+	for _, c := range cases {
+		got, ok := OrdinalOf(c.cluster, c.member)
+		if got != c.want || ok != c.ok {
+			t.Errorf("OrdinalOf(%q, %q) = %d, %v; want %d, %v", c.cluster, c.member, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestPodPVCMember(t *testing.T) {
+	ec := cluster(func(c *stewardv1.EtcdCluster) {
+		c.Spec.PodMetadata.Labels = map[string]string{"team": "a", LabelCluster: "hijack"}
+		c.Spec.PodMetadata.Annotations = map[string]string{"note": "x"}
+		c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	})
+	pod := Pod(member(ec), "repo/etcd")
+	c := pod.Spec.Containers[0]
+	if c.Image != "repo/etcd:v3.6.16" {
+		t.Errorf("image = %s", c.Image)
+	}
+	if pod.Spec.Hostname != "db-1" || pod.Spec.Subdomain != "db" {
+		t.Errorf("hostname/subdomain = %s/%s; the peer URL would not resolve", pod.Spec.Hostname, pod.Spec.Subdomain)
+	}
+	if pod.Labels["team"] != "a" || pod.Labels[LabelCluster] != "db" || pod.Labels[LabelVoter] != "true" {
+		t.Errorf("labels = %v: user labels must be kept but never override Steward's", pod.Labels)
+	}
+	if pod.Annotations["note"] != "x" || pod.Spec.NodeSelector["disk"] != "ssd" {
+		t.Error("podMetadata annotations or nodeSelector lost")
+	}
+	if c.Resources.Limits.Memory().String() != "1Gi" {
+		t.Errorf("resources = %v", c.Resources)
+	}
+	if v := pod.Spec.Volumes[0]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "data-db-1" {
+		t.Errorf("data volume = %+v, want the member's PVC", v)
+	}
+	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
+		t.Error("service links must be off: etcd parses ETCD_* environment variables as flags")
+	}
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
+		t.Error("no default anti-affinity")
+	}
+	// The template's maps are copied, not shared: mutating the Pod must not edit the spec.
+	pod.Labels["team"] = "b"
+	if ec.Spec.PodMetadata.Labels["team"] != "a" {
+		t.Error("Pod shares its label map with the template")
+	}
+}
+
+func TestPodMemoryMember(t *testing.T) {
+	ec := cluster(func(c *stewardv1.EtcdCluster) {
+		c.Spec.Storage.Medium = stewardv1.StorageMediumMemory
+		c.Spec.Image = "mirror/etcd:custom"
+		c.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+	})
+	m := member(ec)
+	m.Voter = false
+	pod := Pod(m, "repo/etcd")
+	v := pod.Spec.Volumes[0]
+	if v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit.String() != "2Gi" {
+		t.Errorf("data volume = %+v, want a 2Gi tmpfs", v)
+	}
+	if pod.Spec.Containers[0].Image != "mirror/etcd:custom" {
+		t.Errorf("image override ignored: %s", pod.Spec.Containers[0].Image)
+	}
+	if pod.Spec.Affinity.PodAntiAffinity != nil || pod.Spec.Affinity.NodeAffinity == nil {
+		t.Error("a user affinity must replace the default, not merge with it")
+	}
+	if pod.Labels[LabelVoter] != "false" {
+		t.Error("a learner must not carry the voter label (the client Service would route to it)")
+	}
+	if PVC(ec, "db-1", &ec.Spec.MemberTemplate) != nil {
+		t.Error("memory members have no PVC")
+	}
+}
+
+func TestArgs(t *testing.T) {
+	ec := cluster(func(c *stewardv1.EtcdCluster) {
+		c.Spec.Options = stewardv1.EtcdOptions{
+			QuotaBackendBytes: ptr.To(resource.MustParse("4Gi")), AutoCompactionMode: "periodic",
+			AutoCompactionRetention: "1h", SnapshotCount: ptr.To[int64](5000),
+			HeartbeatIntervalMillis: ptr.To[int32](150), ElectionTimeoutMillis: ptr.To[int32](1500),
+			MaxRequestBytes: ptr.To[int32](2097152), LogLevel: "warn",
+			ExtraArgs: map[string]string{"log-outputs": "stderr", "experimental-x": "1"},
+		}
+	})
+	args := Args(member(ec))
+	for _, want := range []string{
+		"--name=db-1", "--data-dir=/var/lib/etcd/data",
+		"--initial-advertise-peer-urls=http://db-1.db.ns.svc:2380",
+		"--advertise-client-urls=http://db-1.db.ns.svc:2379",
+		"--initial-cluster=db-0=http://db-0.db.ns.svc:2380,db-1=http://db-1.db.ns.svc:2380",
+		"--initial-cluster-state=existing", "--initial-cluster-token=db-uid-1",
+		"--quota-backend-bytes=4294967296", "--auto-compaction-mode=periodic", "--auto-compaction-retention=1h",
+		"--snapshot-count=5000", "--heartbeat-interval=150", "--election-timeout=1500",
+		"--max-request-bytes=2097152", "--log-level=warn",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("missing %s in %v", want, args)
+		}
+	}
+	// extraArgs come last and in name order, so an unchanged template means an unchanged command.
+	tail := args[len(args)-2:]
+	if !slices.Equal(tail, []string{"--experimental-x=1", "--log-outputs=stderr"}) {
+		t.Errorf("extraArgs = %v", tail)
+	}
+	// Unset options add no flags: etcd keeps its own defaults.
+	plain := Args(member(cluster(nil)))
+	for _, a := range plain {
+		if strings.HasPrefix(a, "--snapshot-count") || strings.HasPrefix(a, "--log-level") {
+			t.Errorf("unset option produced %s", a)
+		}
+	}
+}
+
+func TestServices(t *testing.T) {
+	ec := cluster(nil)
+	peer, client := PeerService(ec), ClientService(ec)
+	if peer.Spec.ClusterIP != corev1.ClusterIPNone || !peer.Spec.PublishNotReadyAddresses {
+		t.Error("the peer Service must be headless and publish not-ready members (joiners need DNS)")
+	}
+	if client.Spec.Selector[LabelVoter] != "true" {
+		t.Error("the client Service must select voters only")
+	}
+	if _, ok := peer.Spec.Selector[LabelVoter]; ok {
+		t.Error("the peer Service must include learners")
+	}
+}
+
+func TestPDB(t *testing.T) {
+	cases := []struct {
+		name     string
+		replicas int32
+		spec     *stewardv1.PodDisruptionBudgetSpec
+		want     int32 // -1: no PDB
+	}{
+		{"default 3", 3, nil, 2},
+		{"default 5 keeps 4", 5, nil, 4},
+		{"single member", 1, nil, 0},
+		{"dormant", 0, nil, 0},
+		{"override", 5, &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}, 3},
+		{"disabled", 3, &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}, -1},
+		{"explicitly enabled", 3, &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(true)}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ec := cluster(func(e *stewardv1.EtcdCluster) {
+				e.Spec.Replicas = ptr.To(c.replicas)
+				e.Spec.PodDisruptionBudget = c.spec
+			})
+			pdb := PDB(ec)
+			if c.want < 0 {
+				if pdb != nil {
+					t.Fatal("disabled budget still built")
+				}
+				return
+			}
+			if got := pdb.Spec.MinAvailable.IntVal; got != c.want {
+				t.Errorf("minAvailable = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPVC(t *testing.T) {
+	ec := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("fast") })
+	pvc := PVC(ec, "db-0", &ec.Spec.MemberTemplate)
+	if pvc.Name != "data-db-0" || *pvc.Spec.StorageClassName != "fast" {
+		t.Errorf("pvc = %s class %v", pvc.Name, pvc.Spec.StorageClassName)
+	}
+	if got := pvc.Spec.Resources.Requests.Storage().String(); got != "2Gi" {
+		t.Errorf("request = %s", got)
+	}
+}
