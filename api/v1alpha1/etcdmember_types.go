@@ -46,6 +46,10 @@ type EtcdMemberStatus struct {
 	// (intent first), so a restarted operator resumes from live facts and this record.
 	// +optional
 	Phase MemberPhase `json:"phase,omitempty"`
+	// phaseSince is when phase last changed: it bounds how long a learner may catch up and drives
+	// the cluster's progress deadline.
+	// +optional
+	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
 	// id is etcd's member ID (hex), once added.
 	// +optional
 	ID string `json:"id,omitempty"`

@@ -1,52 +1,135 @@
-// Package controller holds Steward's reconcilers: they gather facts, ask the planner for the next
-// single action, apply it and record it. Decisions live in the planner, not here.
+// Package controller holds Steward's reconciler: it gathers facts, asks the planner for the next
+// single action, applies it and records it. Decisions live in internal/plan, not here.
 package controller
 
 import (
 	"context"
+	"errors"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/plan"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// EtcdClusterReconciler reconciles EtcdCluster objects.
+// Requeue delays. etcd's recovery shows in no Kubernetes object the controller watches, so after
+// an action, and while waiting, it comes back on a timer.
+const (
+	afterAction  = time.Second
+	whileWaiting = 3 * time.Second
+	whenSettled  = 30 * time.Second
+)
+
+// EtcdClusterReconciler reconciles EtcdCluster objects and, through them, their members.
 type EtcdClusterReconciler struct {
 	Client   client.Client
 	Recorder recorder.EventRecorder
+	// Etcd caches one etcd client per cluster.
+	Etcd *etcd.Pool
 	// EtcdImageRepository is used when a cluster sets no image (tag v<version>).
 	EtcdImageRepository string
+	// Clock returns the time; nil means time.Now. Tests inject their own.
+	Clock func() time.Time
 }
 
 // The operator's permissions, generated into config/rbac by controller-gen.
 // +kubebuilder:rbac:groups=etcd.steward.dev,resources=etcdclusters;etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.steward.dev,resources=etcdclusters/status;etcdmembers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.steward.dev,resources=etcdclusters/finalizers;etcdmembers/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
-// Reconcile is a stub until the lifecycle work lands: it only confirms the object is readable.
+// Reconcile takes one step towards the cluster's spec.
 func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var ec stewardv1.EtcdCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &ec); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	log.FromContext(ctx).V(1).Info("observed", "generation", ec.Generation)
-	return ctrl.Result{}, nil
+	if ec.DeletionTimestamp != nil {
+		return ctrl.Result{}, r.teardown(ctx, &ec)
+	}
+	if err := r.ensureFinalizer(ctx, &ec); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.ensureServices(ctx, &ec); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	o, err := r.gather(ctx, &ec)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.syncVoterLabels(ctx, &ec, o); err != nil {
+		return ctrl.Result{}, err
+	}
+	d := plan.Plan(o.facts)
+	a := d.Action
+	logger := log.FromContext(ctx).WithValues("action", a.Kind, "member", a.Member, "reason", a.Reason)
+
+	base := ec.DeepCopy()
+	applyErr := r.apply(ctx, &ec, o, a)
+	r.setStatus(&ec, o, d)
+	if err := r.writeStatus(ctx, base, &ec); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	switch {
+	case errors.Is(applyErr, errRetry), errors.Is(applyErr, etcd.ErrClusterNotSettled):
+		logger.V(1).Info("not yet", "message", a.Message)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	case applyErr != nil:
+		r.event(&ec, corev1.EventTypeWarning, string(a.Kind)+"Failed", "%s: %v", a, applyErr)
+		return ctrl.Result{}, applyErr
+	case a.Kind == plan.Wait:
+		logger.V(1).Info("waiting", "message", a.Message)
+		return ctrl.Result{RequeueAfter: whileWaiting}, nil
+	case a.Kind == plan.Nothing:
+		return ctrl.Result{RequeueAfter: whenSettled}, nil
+	}
+	logger.Info("applied", "message", a.Message)
+	if a.Kind != plan.RecordPhase {
+		r.event(&ec, corev1.EventTypeNormal, string(a.Kind), "%s", a.Message)
+	}
+	return ctrl.Result{RequeueAfter: afterAction}, nil
 }
 
-// SetupWithManager registers the reconciler and what it watches.
+func (r *EtcdClusterReconciler) event(ec *stewardv1.EtcdCluster, kind, reason, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ec, nil, kind, reason, reason, format, args...)
+	}
+}
+
+// SetupWithManager registers the reconciler and what it watches: the cluster, its members, and the
+// members' Pods and PVCs (by label, since Pods are owned by members, not by the cluster).
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[resources.LabelCluster]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&stewardv1.EtcdCluster{}).
 		Owns(&stewardv1.EtcdMember{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, byCluster).
+		Watches(&corev1.PersistentVolumeClaim{}, byCluster).
 		Named("etcdcluster").
 		Complete(r)
 }

@@ -3,17 +3,22 @@ package manager
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/controller"
+	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // leaderElectionID names the Lease that operator replicas compete for.
@@ -33,7 +38,16 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	sync := o.SyncPeriod
-	cacheOpts := cache.Options{SyncPeriod: &sync}
+	// Only Steward's own Pods and PVCs are cached: an operator in a big cluster must not hold every
+	// Pod in memory.
+	owned, err := labels.Parse(resources.LabelCluster)
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts := cache.Options{SyncPeriod: &sync, ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: owned},
+		&corev1.PersistentVolumeClaim{}: {Label: owned},
+	}}
 	if len(o.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.WatchNamespaces {
@@ -63,6 +77,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	r := &controller.EtcdClusterReconciler{
 		Client:              mgr.GetClient(),
 		Recorder:            mgr.GetEventRecorder("steward"),
+		Etcd:                etcd.NewPool(),
 		EtcdImageRepository: o.EtcdImageRepository,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// effects implements disruption.Effects: the raw side effects. Only a disruption.Disrupter calls
+// them, after its check passed on this reconcile's facts; nothing else in Steward deletes a
+// member's Pod or PVC or removes a member from etcd.
+type effects struct {
+	r  *EtcdClusterReconciler
+	o  *observed
+	ns string
+}
+
+func (e effects) DeletePod(ctx context.Context, member string) error {
+	p := e.o.pods[member]
+	if p == nil {
+		return nil
+	}
+	// Preconditioned on the UID we judged, so a Pod recreated in between is never the one deleted.
+	return client.IgnoreNotFound(e.r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
+}
+
+func (e effects) RemoveMember(ctx context.Context, member string, id uint64) error {
+	if e.o.client == nil {
+		return fmt.Errorf("no etcd client to remove %s", member)
+	}
+	return e.o.client.Remove(ctx, id)
+}
+
+func (e effects) DeletePVC(ctx context.Context, member string) error {
+	p := e.o.pvcs[resources.PVCName(member)]
+	if p == nil {
+		return nil
+	}
+	return client.IgnoreNotFound(e.r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID},
+		client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}

@@ -1,0 +1,213 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/health"
+	"github.com/etcd-steward/steward/internal/plan"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// AnnotationClusterUID on a PVC names the EtcdCluster incarnation that created it. A cluster
+// recreated under the same name has a new UID, so it recognises old data as foreign and never
+// mounts it (etcd would ignore the new --initial-cluster-token on a non-empty data dir).
+const AnnotationClusterUID = "etcd.steward.dev/cluster-uid"
+
+// observed is everything one reconcile read, kept so actions can use the objects it names.
+type observed struct {
+	facts   plan.Facts
+	members map[string]*stewardv1.EtcdMember
+	pods    map[string]*corev1.Pod
+	pvcs    map[string]*corev1.PersistentVolumeClaim
+	client  *etcd.Client // nil when no member has an address yet
+	// clusterID is etcd's cluster ID from the member list, "" when it could not be read.
+	clusterID string
+	// endpoints maps member name to its client URL (by Pod IP).
+	endpoints map[string]string
+}
+
+// gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.
+func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCluster) (*observed, error) {
+	o := &observed{members: map[string]*stewardv1.EtcdMember{}, pods: map[string]*corev1.Pod{},
+		pvcs: map[string]*corev1.PersistentVolumeClaim{}, endpoints: map[string]string{}}
+	sel := client.MatchingLabels{resources.LabelCluster: ec.Name}
+	ns := client.InNamespace(ec.Namespace)
+
+	var members stewardv1.EtcdMemberList
+	if err := r.Client.List(ctx, &members, ns); err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, ns, sel); err != nil {
+		return nil, err
+	}
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := r.Client.List(ctx, &pvcs, ns, sel); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		o.pods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	for i := range pvcs.Items {
+		o.pvcs[pvcs.Items[i].Name] = &pvcs.Items[i]
+	}
+	resizable := r.resizable(ctx, ec)
+
+	f := plan.Facts{Cluster: ec, Now: r.now()}
+	for i := range members.Items {
+		m := &members.Items[i]
+		if m.Spec.ClusterName != ec.Name {
+			continue
+		}
+		o.members[m.Name] = m
+		pm := plan.Member{
+			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID,
+			PeerURL:  resources.PeerURL(ec.Name, ec.Namespace, m.Name),
+			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
+			Pod: podFacts(o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
+		}
+		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			o.endpoints[m.Name] = fmt.Sprintf("http://%s:%d", p.Status.PodIP, resources.ClientPort)
+		}
+		if m.Status.PhaseSince != nil && m.Status.Phase != stewardv1.MemberRunning && m.Status.PhaseSince.After(f.StepStarted) {
+			f.StepStarted = m.Status.PhaseSince.Time
+		}
+		f.Members = append(f.Members, pm)
+	}
+	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })
+	f.Etcd = r.etcdFacts(ctx, ec, o)
+	o.facts = f
+	return o, nil
+}
+
+func podFacts(p *corev1.Pod) plan.Pod {
+	if p == nil {
+		return plan.Pod{}
+	}
+	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil}
+	for _, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodReady:
+			out.Ready = c.Status == corev1.ConditionTrue
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
+			out.Unschedulable = true
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != "etcd" {
+			continue
+		}
+		out.RestartCount = cs.RestartCount
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			out.LastTerminationReason = t.Reason
+		}
+	}
+	return out
+}
+
+func pvcFacts(p *corev1.PersistentVolumeClaim, ec *stewardv1.EtcdCluster, resizable bool) plan.PVC {
+	if p == nil {
+		return plan.PVC{}
+	}
+	out := plan.PVC{Exists: true, Deleting: p.DeletionTimestamp != nil, Resizable: resizable,
+		Requested: p.Spec.Resources.Requests[corev1.ResourceStorage],
+		Capacity:  p.Status.Capacity[corev1.ResourceStorage],
+		Foreign:   p.Annotations[AnnotationClusterUID] != string(ec.UID)}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
+			out.FileSystemResizePending = true
+		}
+	}
+	return out
+}
+
+// resizable says whether the cluster's StorageClass allows volume expansion; unknown counts as no,
+// so Steward never patches a PVC the class would refuse.
+func (r *EtcdClusterReconciler) resizable(ctx context.Context, ec *stewardv1.EtcdCluster) bool {
+	name := ""
+	if ec.Spec.Storage.StorageClassName != nil {
+		name = *ec.Spec.Storage.StorageClassName
+	}
+	var classes storagev1.StorageClassList
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return false
+	}
+	for _, sc := range classes.Items {
+		isDefault := sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
+		if sc.Name == name || (name == "" && isDefault) {
+			return sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
+		}
+	}
+	return false
+}
+
+// etcdFacts reads the member list and every member's status, and a linearizable read through each
+// voter. Failures are facts (the plan decides what they mean), never reconcile errors.
+func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) health.Facts {
+	var f health.Facts
+	if len(o.endpoints) == 0 {
+		f.MemberListErr = "no member has an address yet"
+		return f
+	}
+	// Cluster-wide calls go to voters; before any is recorded (bootstrap), to whoever has an address.
+	var voters, all []string
+	for name, ep := range o.endpoints {
+		all = append(all, ep)
+		if m := o.members[name]; m != nil && m.Status.Phase == stewardv1.MemberRunning {
+			voters = append(voters, ep)
+		}
+	}
+	if len(voters) == 0 {
+		voters = all
+	}
+	slices.Sort(voters)
+	c, err := r.Etcd.Get(string(ec.UID), voters)
+	if err != nil {
+		f.MemberListErr = err.Error()
+		return f
+	}
+	o.client = c
+	list, clusterID, err := c.MemberList(ctx)
+	if err != nil {
+		f.MemberListErr = err.Error()
+	} else {
+		o.clusterID = etcd.IDString(clusterID)
+	}
+	for _, m := range list {
+		f.Members = append(f.Members, health.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
+	}
+	names := make([]string, 0, len(o.endpoints))
+	eps := make([]string, 0, len(o.endpoints))
+	for name, ep := range o.endpoints {
+		names = append(names, name)
+		eps = append(eps, ep)
+	}
+	for i, s := range c.Statuses(ctx, eps) {
+		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID,
+			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors}
+		if e.Reachable && !s.IsLearner {
+			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
+		}
+		f.Endpoints = append(f.Endpoints, e)
+	}
+	slices.SortFunc(f.Endpoints, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
+	return f
+}
+
+// now is the reconcile's clock; tests replace Clock.
+func (r *EtcdClusterReconciler) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}

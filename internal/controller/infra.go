@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// ClusterFinalizer lets Steward release members' finalizers and apply the PVC retention policy
+// when a cluster is deleted.
+const ClusterFinalizer = "etcd.steward.dev/teardown"
+
+func (r *EtcdClusterReconciler) ensureFinalizer(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+	if controllerutil.ContainsFinalizer(ec, ClusterFinalizer) {
+		return nil
+	}
+	base := ec.DeepCopy()
+	controllerutil.AddFinalizer(ec, ClusterFinalizer)
+	return r.Client.Patch(ctx, ec, client.MergeFrom(base))
+}
+
+// ensureServices keeps the peer and client Services and the PDB as built from the spec. None of
+// them disrupts a member, so they are kept in shape on every reconcile rather than planned.
+func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+	for _, want := range []*corev1.Service{resources.PeerService(ec), resources.ClientService(ec)} {
+		svc := &corev1.Service{ObjectMeta: want.ObjectMeta}
+		_, err := controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+			svc.Labels = want.Labels
+			svc.Spec.Selector = want.Spec.Selector
+			svc.Spec.Ports = want.Spec.Ports
+			svc.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
+			if svc.CreationTimestamp.IsZero() {
+				svc.Spec.ClusterIP = want.Spec.ClusterIP
+				svc.Spec.Type = want.Spec.Type
+			}
+			return controllerutil.SetControllerReference(ec, svc, r.Client.Scheme())
+		})
+		if err != nil {
+			return fmt.Errorf("service %s: %w", want.Name, err)
+		}
+	}
+	want := resources.PDB(ec)
+	if want == nil {
+		pdb := &policyv1.PodDisruptionBudget{}
+		pdb.Name, pdb.Namespace = resources.PDBName(ec.Name), ec.Namespace
+		return client.IgnoreNotFound(r.Client.Delete(ctx, pdb))
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, pdb, func() error {
+		pdb.Labels = want.Labels
+		pdb.Spec = want.Spec
+		return controllerutil.SetControllerReference(ec, pdb, r.Client.Scheme())
+	})
+	return err
+}
+
+// syncVoterLabels keeps each Pod's voter label equal to what etcd's member list says, so the client
+// Service follows promotions and removals even across an operator restart. Metadata only.
+func (r *EtcdClusterReconciler) syncVoterLabels(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) error {
+	if !o.facts.Etcd.MemberListKnown() {
+		return nil
+	}
+	for name, p := range o.pods {
+		lm, listed := o.facts.Etcd.Match(name, resources.PeerURL(ec.Name, ec.Namespace, name))
+		want := "false"
+		if listed && !lm.IsLearner {
+			want = "true"
+		}
+		if p.Labels[resources.LabelVoter] == want || p.DeletionTimestamp != nil {
+			continue
+		}
+		base := p.DeepCopy()
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[resources.LabelVoter] = want
+		if err := r.Client.Patch(ctx, p, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// teardown runs when the cluster is deleted: members leave together (no MemberRemove one by one,
+// the whole cluster goes), their finalizers are released, and PVCs follow the retention policy.
+// Pods, members, Services and the PDB go by garbage collection through owner references.
+func (r *EtcdClusterReconciler) teardown(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+	var members stewardv1.EtcdMemberList
+	if err := r.Client.List(ctx, &members, client.InNamespace(ec.Namespace)); err != nil {
+		return err
+	}
+	for i := range members.Items {
+		if m := &members.Items[i]; m.Spec.ClusterName == ec.Name {
+			if err := r.removeFinalizer(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	if ec.Spec.Storage.RetentionPolicy == stewardv1.RetentionDelete {
+		var pvcs corev1.PersistentVolumeClaimList
+		if err := r.Client.List(ctx, &pvcs, client.InNamespace(ec.Namespace),
+			client.MatchingLabels{resources.LabelCluster: ec.Name}); err != nil {
+			return err
+		}
+		for i := range pvcs.Items {
+			p := &pvcs.Items[i]
+			// Only this incarnation's data: a PVC kept from an earlier cluster of the same name is
+			// not ours to delete.
+			if p.Annotations[AnnotationClusterUID] != string(ec.UID) {
+				continue
+			}
+			if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	if r.Etcd != nil {
+		r.Etcd.Forget(string(ec.UID))
+	}
+	base := ec.DeepCopy()
+	controllerutil.RemoveFinalizer(ec, ClusterFinalizer)
+	if err := r.Client.Patch(ctx, ec, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}

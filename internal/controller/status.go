@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/plan"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// setStatus fills the cluster's status from the plan's decision and this reconcile's reads.
+func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed, d plan.Decision) {
+	s := &ec.Status
+	s.ObservedGeneration = ec.Generation
+	if o.clusterID != "" {
+		s.ClusterID = o.clusterID
+	}
+	s.Members = d.Members
+	s.Replicas = int32(len(o.members))
+	s.ReadyMembers = d.ReadyMembers
+	s.UpdatedMembers = d.UpdatedMembers
+	s.Rollout = d.Rollout
+	s.Selector = labels.SelectorFromSet(resources.SelectorLabels(ec.Name)).String()
+	s.CurrentTemplate = digest(s.Observed)
+	for _, c := range d.Conditions {
+		c.ObservedGeneration = ec.Generation
+		meta.SetStatusCondition(&s.Conditions, c)
+	}
+	if d.DeadlineExceeded && !wasDeadlineExceeded(ec) {
+		r.event(ec, corev1.EventTypeWarning, "ProgressDeadlineExceeded", "%s", d.Action.Message)
+	}
+}
+
+func wasDeadlineExceeded(ec *stewardv1.EtcdCluster) bool {
+	c := meta.FindStatusCondition(ec.Status.Conditions, "Progressing")
+	return c != nil && c.Reason == "ProgressDeadlineExceeded"
+}
+
+// writeStatus patches status only when it changed: an idle cluster costs no writes.
+func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
+	if equality.Semantic.DeepEqual(base.Status, ec.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ec, client.MergeFrom(base)))
+}
+
+// digest is a short label for the observed template, for humans comparing status at a glance.
+func digest(t *stewardv1.MemberTemplate) string {
+	if t == nil {
+		return ""
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:10]
+}

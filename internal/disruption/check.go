@@ -1,0 +1,251 @@
+// Package disruption is the one chokepoint through which Steward disrupts an etcd member: deleting
+// its Pod, removing it from etcd (which is how a member is replaced), or deleting its data.
+//
+// Invariant 1 of the design brief (one disruption at a time) is enforced here and nowhere else, so it
+// is structural rather than something every code path has to remember. No other package may delete a
+// member's Pod or PVC or call MemberRemove: the controller hands its side-effect functions to a
+// Disrupter, and the Disrupter calls them only after Check passed on facts read in the same reconcile.
+// The PodDisruptionBudget does not protect against the operator (it gates evictions only), so this
+// check is the only protection there is.
+//
+// Check is pure: no clients, no clock. The planner calls it too, so it never proposes a disruption
+// the Disrupter would refuse, and it reports the refusal as the reason it waits.
+package disruption
+
+import (
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// Kind is what a disruption does to its victim.
+type Kind string
+
+const (
+	// Restart deletes the member's Pod; it comes back with the same member ID and data (PVC storage).
+	Restart Kind = "Restart"
+	// Remove removes the member from etcd for good (MemberRemove): a scale-down, a stuck learner, a
+	// member nobody owns. The voter set shrinks, and so does its quorum.
+	Remove Kind = "Remove"
+	// Replace removes the member from etcd in order to add a fresh one in its place (a memory
+	// member's roll, a member whose data is lost or that crash-loops). The cluster is meant to keep
+	// its size, so the check treats the victim as a voter that is down, like a restart: a cluster
+	// that cannot lose one voter cannot replace one either.
+	Replace Kind = "Replace"
+	// DeleteData deletes the PVC of a member that is no longer in etcd (its data is stale).
+	DeleteData Kind = "DeleteData"
+	// Dormant deletes a Pod of a PVC cluster scaled to zero: a full outage the user asked for. The
+	// members and their data stay; scaling up recreates the Pods.
+	Dormant Kind = "Dormant"
+)
+
+// Member is one member as the check sees it. The planner builds these from live reads.
+type Member struct {
+	Name string
+	ID   uint64 // etcd member ID; 0 when the member is not in the live member list
+	// Voter and Learner say how the live member list lists it; both false when it is not listed.
+	Voter   bool
+	Learner bool
+	// Leader is true when the endpoints agree this member leads.
+	Leader bool
+	// Healthy is etcd's view: its endpoint answered, is healthy, and its applied index caught up with
+	// the leader's. A member replaying its log is not ready yet. Pod readiness alone never counts.
+	Healthy bool
+	// Pod facts.
+	PodExists, PodReady, PodDeleting bool
+	// InFlight is true while a step of the operator is under way on this member (joining, learner,
+	// removing): it is disrupted even if its Pod looks fine.
+	InFlight bool
+}
+
+// available says whether the member serves as a full voter right now.
+func (m Member) available() bool {
+	return m.Voter && m.Healthy && m.PodExists && m.PodReady && !m.PodDeleting && !m.InFlight
+}
+
+// Cluster is the whole cluster as the check sees it.
+type Cluster struct {
+	Members []Member
+	Medium  v1alpha1.StorageMedium
+	// AllowDowntime is spec.updateStrategy.allowDowntime: a single PVC member may be restarted.
+	AllowDowntime bool
+	// Dormant is true when spec.replicas is 0.
+	Dormant bool
+	// MemberListKnown is false when the live member list could not be read (quorum lost, or etcd
+	// unreachable): nothing can then be proven safe.
+	MemberListKnown bool
+}
+
+// Request names a disruption.
+type Request struct {
+	Kind   Kind
+	Victim string
+}
+
+func (c Cluster) member(name string) (Member, bool) {
+	for _, m := range c.Members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+func (c Cluster) voters() []Member {
+	var out []Member
+	for _, m := range c.Members {
+		if m.Voter {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Check says whether the request may go ahead now; a refusal is a *Refusal saying why.
+func Check(c Cluster, r Request) error {
+	v, ok := c.member(r.Victim)
+	if !ok {
+		return refuse(ReasonUnknownVictim, r, "", "no member is named %q", r.Victim)
+	}
+	switch r.Kind {
+	case DeleteData:
+		return checkDeleteData(c, r, v)
+	case Dormant:
+		return checkDormant(c, r, v)
+	case Restart, Remove, Replace:
+		return checkMember(c, r, v)
+	}
+	return refuse(ReasonUnknownKind, r, "", "unknown disruption kind %q", r.Kind)
+}
+
+// checkDeleteData: data may go only once etcd no longer counts the member, which only the live member
+// list can prove.
+func checkDeleteData(c Cluster, r Request, v Member) error {
+	if !c.MemberListKnown {
+		return refuse(ReasonMemberListUnknown, r, "", "cannot prove %s left etcd: the member list is unreadable", v.Name)
+	}
+	if v.Voter || v.Learner {
+		return refuse(ReasonStillMember, r, v.Name, "%s is still in the member list; remove it first", v.Name)
+	}
+	return nil
+}
+
+// checkDormant: going dormant is a chosen outage for PVC clusters only; Pods go followers first so
+// the leader is never killed while followers still depend on it.
+func checkDormant(c Cluster, r Request, v Member) error {
+	if !c.Dormant {
+		return refuse(ReasonNotDormant, r, "", "spec.replicas is not 0")
+	}
+	if c.Medium == v1alpha1.StorageMediumMemory {
+		return refuse(ReasonMemoryData, r, v.Name, "a memory-backed member loses its data with its Pod")
+	}
+	if v.Leader {
+		for _, m := range c.Members {
+			if m.Name != v.Name && m.PodExists && !m.PodDeleting {
+				return refuse(ReasonLeader, r, v.Name, "%s leads; its Pod goes last (%s still runs)", v.Name, m.Name)
+			}
+		}
+	}
+	return nil
+}
+
+func checkMember(c Cluster, r Request, v Member) error {
+	if !c.MemberListKnown {
+		return refuse(ReasonMemberListUnknown, r, "", "the member list is unreadable, so no disruption can be proven safe")
+	}
+	if !v.Voter && !v.Learner {
+		// Not (or no longer) in etcd: its Pod serves nobody, and there is nothing to remove.
+		return nil
+	}
+	if v.Learner {
+		// A learner never counts towards quorum; removing or restarting it costs nothing.
+		return nil
+	}
+	if r.Kind == Restart && c.Medium == v1alpha1.StorageMediumMemory {
+		return refuse(ReasonMemoryData, r, v.Name,
+			"%s keeps its data in memory: deleting its Pod loses it; remove and replace the member instead", v.Name)
+	}
+	voters := c.voters()
+	if len(voters) == 1 {
+		return checkSingle(c, r, v)
+	}
+	if v.Leader {
+		return refuse(ReasonLeader, r, v.Name, "%s leads; move leadership to another voter first", v.Name)
+	}
+	if err := checkOthers(c, r); err != nil {
+		return err
+	}
+	return checkQuorum(voters, r, v)
+}
+
+func checkSingle(c Cluster, r Request, v Member) error {
+	if r.Kind == Replace && c.Medium == v1alpha1.StorageMediumMemory {
+		return refuse(ReasonMemoryData, r, v.Name,
+			"%s is the only member and keeps its data in memory: replacing it would lose all data", v.Name)
+	}
+	if r.Kind == Remove || r.Kind == Replace {
+		return refuse(ReasonLastMember, r, v.Name, "%s is the only voter; etcd cannot remove its last member", v.Name)
+	}
+	if c.Medium == v1alpha1.StorageMediumDefault && c.AllowDowntime {
+		return nil
+	}
+	return refuse(ReasonSingleMember, r, v.Name,
+		"%s is the only member: restarting it is a full outage; set spec.updateStrategy.allowDowntime to accept it", v.Name)
+}
+
+// checkOthers: one disruption at a time. Any other member that is not a fully available voter means a
+// disruption (ours or not) is already under way.
+func checkOthers(c Cluster, r Request) error {
+	for _, m := range c.Members {
+		if m.Name == r.Victim {
+			continue
+		}
+		switch {
+		case m.Learner:
+			return refuse(ReasonLearnerPresent, r, m.Name, "learner %s must be promoted or removed first", m.Name)
+		case !m.Voter:
+			continue // an object not in etcd (pending creation) carries no data and no vote
+		case !m.PodExists || m.PodDeleting || m.InFlight:
+			return refuse(ReasonOtherDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
+		case !m.available():
+			return refuse(ReasonOtherNotReady, r, m.Name, "%s is not ready (%s)", m.Name, describe(m))
+		}
+	}
+	return nil
+}
+
+// checkQuorum projects the cluster after the disruption, the way cluster-api's
+// targetEtcdClusterHealthy does: a removal shrinks the voter set (and its quorum); a restart or a
+// replacement keeps the voter set and counts the victim as down. Enough healthy voters must remain
+// for that quorum.
+func checkQuorum(voters []Member, r Request, v Member) error {
+	target := len(voters)
+	if r.Kind == Remove {
+		target--
+	}
+	healthy := 0
+	for _, m := range voters {
+		if m.Name != v.Name && m.available() {
+			healthy++
+		}
+	}
+	quorum := target/2 + 1
+	if healthy < quorum {
+		return refuse(ReasonQuorum, r, v.Name,
+			"%s of %s would leave %d healthy of %d voters, below quorum %d", r.Kind, v.Name, healthy, target, quorum)
+	}
+	return nil
+}
+
+func describe(m Member) string {
+	switch {
+	case !m.PodExists:
+		return "Pod missing"
+	case m.PodDeleting:
+		return "Pod terminating"
+	case m.InFlight:
+		return "a membership step is under way"
+	case !m.PodReady:
+		return "Pod not ready"
+	default:
+		return "etcd endpoint unhealthy"
+	}
+}

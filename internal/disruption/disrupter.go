@@ -1,0 +1,75 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+)
+
+// Effects are the side effects a disruption may have. The controller implements them with its
+// Kubernetes and etcd clients; only a Disrupter calls them.
+type Effects interface {
+	// DeletePod deletes the member's Pod.
+	DeletePod(ctx context.Context, member string) error
+	// RemoveMember calls etcd's MemberRemove for the member's live ID.
+	RemoveMember(ctx context.Context, member string, id uint64) error
+	// DeletePVC deletes the member's PersistentVolumeClaim.
+	DeletePVC(ctx context.Context, member string) error
+}
+
+// Disrupter is the only way to disrupt a member. Each call re-runs Check on the facts it is given
+// (read in the same reconcile, just before) and calls the effect only if Check passes.
+type Disrupter struct {
+	effects Effects
+}
+
+// New returns a Disrupter over the given effects.
+func New(e Effects) *Disrupter { return &Disrupter{effects: e} }
+
+// Do checks the request against the cluster and, if allowed, performs it. A refusal is returned
+// unchanged (a *Refusal); an effect's failure is wrapped with what was attempted.
+func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
+	if err := Check(c, r); err != nil {
+		return err
+	}
+	v, _ := c.member(r.Victim)
+	var err error
+	switch r.Kind {
+	case Restart, Dormant:
+		err = d.effects.DeletePod(ctx, v.Name)
+	case Remove, Replace:
+		if !v.Voter && !v.Learner {
+			return nil // already gone: MemberRemove happened before a crash (invariant 5)
+		}
+		err = d.effects.RemoveMember(ctx, v.Name, v.ID)
+	case DeleteData:
+		err = d.effects.DeletePVC(ctx, v.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s of %s: %w", r.Kind, r.Victim, err)
+	}
+	return nil
+}
+
+// DeletePod restarts a member (or, on a cluster scaled to zero, takes it dormant).
+func (d *Disrupter) DeletePod(ctx context.Context, c Cluster, member string) error {
+	k := Restart
+	if c.Dormant {
+		k = Dormant
+	}
+	return d.Do(ctx, c, Request{Kind: k, Victim: member})
+}
+
+// RemoveMember removes a member from etcd: a scale-down, or the first half of a replacement.
+func (d *Disrupter) RemoveMember(ctx context.Context, c Cluster, member string) error {
+	return d.Do(ctx, c, Request{Kind: Remove, Victim: member})
+}
+
+// ReplaceMember removes a member from etcd so a fresh member can take its place.
+func (d *Disrupter) ReplaceMember(ctx context.Context, c Cluster, member string) error {
+	return d.Do(ctx, c, Request{Kind: Replace, Victim: member})
+}
+
+// DeletePVC deletes the data of a member that has left etcd.
+func (d *Disrupter) DeletePVC(ctx context.Context, c Cluster, member string) error {
+	return d.Do(ctx, c, Request{Kind: DeleteData, Victim: member})
+}

@@ -1,0 +1,132 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// recorder is an Effects that records every call and can fail on demand.
+type recorder struct {
+	calls []string
+	err   error
+}
+
+func (r *recorder) DeletePod(_ context.Context, m string) error {
+	r.calls = append(r.calls, "DeletePod "+m)
+	return r.err
+}
+
+func (r *recorder) RemoveMember(_ context.Context, m string, id uint64) error {
+	r.calls = append(r.calls, "RemoveMember "+m)
+	if id == 0 {
+		r.calls = append(r.calls, "with no ID!")
+	}
+	return r.err
+}
+
+func (r *recorder) DeletePVC(_ context.Context, m string) error {
+	r.calls = append(r.calls, "DeletePVC "+m)
+	return r.err
+}
+
+func TestDisrupter(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		c       func() Cluster
+		do      func(d *Disrupter, c Cluster) error
+		want    []string
+		wantErr error
+	}{
+		{
+			name: "restart a follower", c: func() Cluster { return cluster(3) },
+			do:   func(d *Disrupter, c Cluster) error { return d.DeletePod(ctx, c, "c-2") },
+			want: []string{"DeletePod c-2"},
+		},
+		{
+			name: "refused restart calls nothing", c: func() Cluster { return cluster(3) },
+			do:      func(d *Disrupter, c Cluster) error { return d.DeletePod(ctx, c, "c-0") },
+			wantErr: ErrLeader,
+		},
+		{
+			name: "remove passes the live ID", c: func() Cluster { return cluster(3) },
+			do:   func(d *Disrupter, c Cluster) error { return d.RemoveMember(ctx, c, "c-1") },
+			want: []string{"RemoveMember c-1"},
+		},
+		{
+			name: "remove of a member already gone is a no-op",
+			c: func() Cluster {
+				c := cluster(3)
+				c.Members = append(c.Members, Member{Name: "c-3"})
+				return c
+			},
+			do: func(d *Disrupter, c Cluster) error { return d.RemoveMember(ctx, c, "c-3") },
+		},
+		{
+			name: "refused remove while another is down",
+			c: func() Cluster {
+				c := cluster(3)
+				c.Members[2].PodReady = false
+				return c
+			},
+			do:      func(d *Disrupter, c Cluster) error { return d.RemoveMember(ctx, c, "c-1") },
+			wantErr: ErrOtherNotReady,
+		},
+		{
+			name: "delete data of a removed member",
+			c: func() Cluster {
+				c := cluster(3)
+				c.Members = append(c.Members, Member{Name: "c-3"})
+				return c
+			},
+			do:   func(d *Disrupter, c Cluster) error { return d.DeletePVC(ctx, c, "c-3") },
+			want: []string{"DeletePVC c-3"},
+		},
+		{
+			name: "refused data deletion of a voter", c: func() Cluster { return cluster(3) },
+			do:      func(d *Disrupter, c Cluster) error { return d.DeletePVC(ctx, c, "c-1") },
+			wantErr: ErrStillMember,
+		},
+		{
+			name: "dormant cluster deletes as Dormant",
+			c: func() Cluster {
+				c := cluster(3)
+				c.Dormant = true
+				return c
+			},
+			do:   func(d *Disrupter, c Cluster) error { return d.DeletePod(ctx, c, "c-1") },
+			want: []string{"DeletePod c-1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			err := tt.do(New(rec), tt.c())
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			if !reflect.DeepEqual(rec.calls, tt.want) {
+				t.Errorf("calls = %q, want %q", rec.calls, tt.want)
+			}
+		})
+	}
+}
+
+func TestDisrupterWrapsEffectErrors(t *testing.T) {
+	boom := errors.New("apiserver says no")
+	rec := &recorder{err: boom}
+	err := New(rec).Do(context.Background(), cluster(3), Request{Restart, "c-1"})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want it to wrap %v", err, boom)
+	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		t.Errorf("an effect's failure must not look like a refusal")
+	}
+}

@@ -1,0 +1,77 @@
+package disruption
+
+import "fmt"
+
+// Reason is why a disruption was refused; it is stable and CamelCase so the controller can put it in
+// a condition.
+type Reason string
+
+const (
+	ReasonUnknownVictim     Reason = "UnknownMember"
+	ReasonUnknownKind       Reason = "UnknownDisruption"
+	ReasonMemberListUnknown Reason = "MemberListUnknown"
+	ReasonOtherDisrupted    Reason = "OtherMemberDisrupted"
+	ReasonOtherNotReady     Reason = "OtherMemberNotReady"
+	ReasonLearnerPresent    Reason = "LearnerPresent"
+	ReasonQuorum            Reason = "QuorumAtRisk"
+	ReasonLeader            Reason = "VictimIsLeader"
+	ReasonSingleMember      Reason = "SingleMemberNeedsOptIn"
+	ReasonMemoryData        Reason = "MemoryDataWouldBeLost"
+	ReasonLastMember        Reason = "LastMember"
+	ReasonStillMember       Reason = "StillAMember"
+	ReasonNotDormant        Reason = "NotDormant"
+)
+
+// Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
+type Refusal struct {
+	Reason  Reason
+	Request Request
+	// Member is the member the refusal is about: the victim, or the other member in the way.
+	Member string
+	Detail string
+}
+
+func (r *Refusal) Error() string {
+	if r.Request.Kind == "" {
+		return fmt.Sprintf("disruption refused (%s)", r.Reason)
+	}
+	return fmt.Sprintf("%s of %s refused (%s): %s", r.Request.Kind, r.Request.Victim, r.Reason, r.Detail)
+}
+
+// Is matches any refusal with the same reason, so errors.Is(err, disruption.ErrQuorum) works.
+func (r *Refusal) Is(target error) bool {
+	t, ok := target.(*Refusal)
+	return ok && t.Reason == r.Reason
+}
+
+// Permanent reports whether waiting alone will not lift the refusal: the user has to change the spec
+// (opt in to downtime, scale out). The planner reports these as RollingUpdate=Blocked rather than
+// waiting for health. A quorum refusal is permanent because Check only reaches the quorum arithmetic
+// once every other voter is healthy: the cluster is simply too small.
+func (r *Refusal) Permanent() bool {
+	switch r.Reason {
+	case ReasonSingleMember, ReasonMemoryData, ReasonLastMember, ReasonQuorum:
+		return true
+	}
+	return false
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrUnknownVictim     = &Refusal{Reason: ReasonUnknownVictim}
+	ErrMemberListUnknown = &Refusal{Reason: ReasonMemberListUnknown}
+	ErrOtherDisrupted    = &Refusal{Reason: ReasonOtherDisrupted}
+	ErrOtherNotReady     = &Refusal{Reason: ReasonOtherNotReady}
+	ErrLearnerPresent    = &Refusal{Reason: ReasonLearnerPresent}
+	ErrQuorum            = &Refusal{Reason: ReasonQuorum}
+	ErrLeader            = &Refusal{Reason: ReasonLeader}
+	ErrSingleMember      = &Refusal{Reason: ReasonSingleMember}
+	ErrMemoryData        = &Refusal{Reason: ReasonMemoryData}
+	ErrLastMember        = &Refusal{Reason: ReasonLastMember}
+	ErrStillMember       = &Refusal{Reason: ReasonStillMember}
+	ErrNotDormant        = &Refusal{Reason: ReasonNotDormant}
+)
+
+func refuse(reason Reason, r Request, member, format string, args ...any) *Refusal {
+	return &Refusal{Reason: reason, Request: r, Member: member, Detail: fmt.Sprintf(format, args...)}
+}

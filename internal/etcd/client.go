@@ -1,0 +1,179 @@
+// Package etcd talks to the members of one etcd cluster: membership changes, per-endpoint status,
+// leadership transfer and the linearizable read the recovery gate needs. Every call has a timeout;
+// clients are cached per cluster and closed when the cluster goes.
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// CallTimeout bounds every etcd call, so one dead member cannot stall a reconcile.
+const CallTimeout = 5 * time.Second
+
+// Member is one entry of the live member list, matched to Steward's members by peer URL.
+type Member struct {
+	ID         uint64
+	Name       string
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+}
+
+// IDString is the member ID as etcd prints it (hex), as recorded in status.
+func IDString(id uint64) string { return fmt.Sprintf("%x", id) }
+
+// EndpointStatus is what one member says about itself.
+type EndpointStatus struct {
+	Endpoint     string
+	MemberID     uint64
+	Leader       uint64
+	RaftIndex    uint64
+	AppliedIndex uint64
+	RaftTerm     uint64
+	Version      string
+	IsLearner    bool
+	Errors       []string
+	Err          error
+}
+
+// Healthy is true when the endpoint answered and reports no errors (alarms such as NOSPACE, or a
+// missing leader).
+func (s EndpointStatus) Healthy() bool { return s.Err == nil && len(s.Errors) == 0 && s.Leader != 0 }
+
+// Client is a client for one cluster. Endpoints are the voters' client URLs; a learner's endpoint
+// is used only for per-endpoint calls (status), since learners refuse most requests.
+type Client struct {
+	c *clientv3.Client
+}
+
+// New connects to the given endpoints. It does not block on connection: calls fail fast instead.
+func New(endpoints []string) (*Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("no etcd endpoints")
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          CallTimeout,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: CallTimeout,
+		AutoSyncInterval:     0, // Steward sets endpoints from its own view of the voters.
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c: c}, nil
+}
+
+// Close releases connections.
+func (c *Client) Close() error { return c.c.Close() }
+
+// SetEndpoints replaces the endpoints used for cluster-wide calls.
+func (c *Client) SetEndpoints(endpoints []string) {
+	if !slices.Equal(sortedCopy(c.c.Endpoints()), sortedCopy(endpoints)) {
+		c.c.SetEndpoints(endpoints...)
+	}
+}
+
+// Endpoints are the current endpoints.
+func (c *Client) Endpoints() []string { return c.c.Endpoints() }
+
+func sortedCopy(s []string) []string { c := slices.Clone(s); slices.Sort(c); return c }
+
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, CallTimeout)
+}
+
+// MemberList is the live membership, read linearizably so it reflects every committed change, and
+// the cluster's ID.
+func (c *Client) MemberList(ctx context.Context) ([]Member, uint64, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	resp, err := c.c.MemberList(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("member list: %w", err)
+	}
+	return convertMembers(resp.Members), resp.Header.ClusterId, nil
+}
+
+func convertMembers(ms []*etcdserverpb.Member) []Member {
+	out := make([]Member, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+	}
+	return out
+}
+
+// FindByPeerURL returns the member whose peer URLs include url. Matching by URL, not by a cached
+// ID, is what makes a half-done MemberAdd recognisable after an operator restart.
+func FindByPeerURL(members []Member, url string) (Member, bool) {
+	for _, m := range members {
+		if slices.Contains(m.PeerURLs, url) {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// ErrClusterNotSettled is returned by AddLearner while etcd refuses membership changes because the
+// leader has not been connected to every voter for long enough (etcd's strict reconfig check
+// wants five seconds); retry later.
+var ErrClusterNotSettled = errors.New("etcd refuses membership changes until every voter has been connected for a while")
+
+// AddLearner adds a member as a learner (a non-voting member that catches up before it counts).
+func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	resp, err := c.c.MemberAddAsLearner(ctx, []string{peerURL})
+	if err != nil && strings.Contains(err.Error(), "unhealthy cluster") {
+		return Member{}, nil, ErrClusterNotSettled
+	}
+	if err != nil {
+		return Member{}, nil, fmt.Errorf("adding learner %s: %w", peerURL, err)
+	}
+	added := convertMembers([]*etcdserverpb.Member{resp.Member})[0]
+	return added, convertMembers(resp.Members), nil
+}
+
+// ErrLearnerNotReady is returned by Promote while the learner is still catching up; retry later.
+var ErrLearnerNotReady = errors.New("learner is not yet in sync with the leader")
+
+// Promote makes a learner a voter.
+func (c *Client) Promote(ctx context.Context, id uint64) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	_, err := c.c.MemberPromote(ctx, id)
+	if err != nil && strings.Contains(err.Error(), "can only promote a learner member which is in sync with leader") {
+		return ErrLearnerNotReady
+	}
+	if err != nil {
+		return fmt.Errorf("promoting %s: %w", IDString(id), err)
+	}
+	return nil
+}
+
+// Remove removes a member. A member already gone counts as removed, so the call can be repeated.
+func (c *Client) Remove(ctx context.Context, id uint64) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	_, err := c.c.MemberRemove(ctx, id)
+	if err != nil && strings.Contains(err.Error(), "member not found") {
+		return nil
+	}
+	if err != nil && strings.Contains(err.Error(), "unhealthy cluster") {
+		return ErrClusterNotSettled
+	}
+	if err != nil {
+		return fmt.Errorf("removing %s: %w", IDString(id), err)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-steward/steward/internal/etcdtest"
+)
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func leaderOf(t *testing.T, c *Client, endpoints []string) (leader uint64, endpoint string) {
+	t.Helper()
+	for _, s := range c.Statuses(tctx(t), endpoints) {
+		if s.Err == nil && s.MemberID == s.Leader && s.Leader != 0 {
+			return s.Leader, s.Endpoint
+		}
+	}
+	t.Fatal("no leader found")
+	return 0, ""
+}
+
+// One test walks a real cluster through every call the controllers make, in the order a scale-up,
+// a leader hand-off and a scale-down use them.
+func TestClientAgainstRealEtcd(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	c, err := New(cl.ClientURLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := tctx(t)
+
+	members, clusterID, err := c.MemberList(ctx)
+	if err != nil || len(members) != 3 || clusterID == 0 {
+		t.Fatalf("member list = %v, cluster %x, %v", members, clusterID, err)
+	}
+	if m, ok := FindByPeerURL(members, cl.Members[1].PeerURL); !ok || m.Name != "m1" {
+		t.Fatalf("FindByPeerURL(m1) = %+v, %v", m, ok)
+	}
+	if _, ok := FindByPeerURL(members, "http://nowhere:2380"); ok {
+		t.Fatal("found a member that does not exist")
+	}
+
+	statuses := c.Statuses(ctx, cl.ClientURLs())
+	for _, s := range statuses {
+		if !s.Healthy() || s.AppliedIndex == 0 || s.Version == "" {
+			t.Fatalf("unhealthy or empty status %+v", s)
+		}
+	}
+
+	// Leadership moves to a follower on request.
+	leader, leaderEP := leaderOf(t, c, cl.ClientURLs())
+	var target uint64
+	for _, s := range statuses {
+		if s.MemberID != leader {
+			target = s.MemberID
+			break
+		}
+	}
+	if err := c.MoveLeader(ctx, leaderEP, target); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := leaderOf(t, c, cl.ClientURLs()); now != target {
+		t.Fatalf("leader = %s after MoveLeader to %s", IDString(now), IDString(target))
+	}
+
+	// Scale up: add as learner, start the process, promote once caught up.
+	joiner := cl.NewMember("m3")
+	added, all, err := addLearner(t, c, joiner.PeerURL)
+	if err != nil || !added.IsLearner || len(all) != 4 {
+		t.Fatalf("AddLearner = %+v, %d members, %v", added, len(all), err)
+	}
+	var initial []string
+	for _, m := range cl.Members {
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	cl.Join(joiner, strings.Join(initial, ","))
+	cl.WaitHealthy(joiner)
+	st := c.Status(ctx, joiner.ClientURL)
+	if !st.IsLearner {
+		t.Fatalf("joiner status says it is not a learner: %+v", st)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err = c.Promote(ctx, added.ID)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrLearnerNotReady) || time.Now().After(deadline) {
+			t.Fatalf("promote: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	members, _, _ = c.MemberList(ctx)
+	if m, _ := FindByPeerURL(members, joiner.PeerURL); m.IsLearner {
+		t.Fatal("still a learner after promotion")
+	}
+	c.SetEndpoints(cl.ClientURLs())
+	if err := c.LinearizableRead(ctx, joiner.ClientURL); err != nil {
+		t.Fatalf("read through the promoted member: %v", err)
+	}
+
+	// Scale down: remove it; removing again is a no-op, so a retried step is safe.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		err := c.Remove(ctx, added.ID)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrClusterNotSettled) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Remove(ctx, added.ID); err != nil {
+		t.Fatalf("second remove: %v", err)
+	}
+	members, _, _ = c.MemberList(ctx)
+	if len(members) != 3 {
+		t.Fatalf("%d members after remove", len(members))
+	}
+
+	// A dead member fails the per-endpoint checks the gate relies on, without failing the rest.
+	cl.Kill(cl.Members[0])
+	dead := cl.Members[0].ClientURL
+	if err := c.LinearizableRead(ctx, dead); err == nil {
+		t.Fatal("linearizable read through a killed member succeeded")
+	}
+	var healthy int
+	for _, s := range c.Statuses(ctx, []string{dead, cl.Members[1].ClientURL, cl.Members[2].ClientURL}) {
+		if s.Healthy() {
+			healthy++
+		} else if s.Endpoint != dead {
+			t.Errorf("live member %s reported unhealthy: %+v", s.Endpoint, s)
+		}
+	}
+	if healthy != 2 {
+		t.Fatalf("%d healthy endpoints, want 2", healthy)
+	}
+}
+
+func TestPromoteNotReadyIsTyped(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	c, err := New(cl.ClientURLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	// A learner that was added but never started cannot be in sync.
+	added, _, err := addLearner(t, c, "http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Promote(tctx(t), added.ID); !errors.Is(err, ErrLearnerNotReady) {
+		t.Fatalf("promote of an unstarted learner = %v, want ErrLearnerNotReady", err)
+	}
+	// etcd allows only one learner at a time by default; a second add must fail loudly.
+	if _, _, err := c.AddLearner(tctx(t), "http://127.0.0.1:2"); err == nil {
+		t.Fatal("a second learner was accepted")
+	}
+}
+
+// addLearner retries while etcd says the cluster has not settled: a just-started cluster, or one
+// whose leader just changed, refuses membership changes for a few seconds.
+func addLearner(t *testing.T, c *Client, peerURL string) (Member, []Member, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		added, all, err := c.AddLearner(tctx(t), peerURL)
+		if !errors.Is(err, ErrClusterNotSettled) || time.Now().After(deadline) {
+			return added, all, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func TestPool(t *testing.T) {
+	p := NewPool()
+	dials := 0
+	p.dial = func(eps []string) (*Client, error) { dials++; return New(eps) }
+	a, err := p.Get("ns/a/uid1", []string{"http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.Get("ns/a/uid1", []string{"http://127.0.0.1:2", "http://127.0.0.1:1"})
+	if a != b || dials != 1 {
+		t.Fatalf("second Get dialled again (%d dials)", dials)
+	}
+	if got := b.Endpoints(); !slices.Contains(got, "http://127.0.0.1:2") {
+		t.Fatalf("endpoints not refreshed: %v", got)
+	}
+	if _, err := p.Get("ns/a/uid2", []string{"http://127.0.0.1:3"}); err != nil || p.Len() != 2 {
+		t.Fatalf("a recreated cluster must get its own client: %d clients, %v", p.Len(), err)
+	}
+	p.Forget("ns/a/uid1")
+	p.Forget("ns/a/uid1")
+	if p.Len() != 1 {
+		t.Fatalf("%d clients after Forget", p.Len())
+	}
+}

@@ -1,0 +1,79 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Status asks one endpoint about itself. A failure is recorded in the result, not returned, so a
+// caller can gather every endpoint's view in one pass.
+func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	s := EndpointStatus{Endpoint: endpoint}
+	resp, err := c.c.Status(ctx, endpoint)
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	s.MemberID = resp.Header.MemberId
+	s.Leader = resp.Leader
+	s.RaftIndex = resp.RaftIndex
+	s.AppliedIndex = resp.RaftAppliedIndex
+	s.RaftTerm = resp.RaftTerm
+	s.Version = resp.Version
+	s.IsLearner = resp.IsLearner
+	s.Errors = resp.Errors
+	return s
+}
+
+// Statuses asks every given endpoint, concurrently.
+func (c *Client) Statuses(ctx context.Context, endpoints []string) []EndpointStatus {
+	out := make([]EndpointStatus, len(endpoints))
+	done := make(chan struct{})
+	for i, ep := range endpoints {
+		go func() {
+			out[i] = c.Status(ctx, ep)
+			done <- struct{}{}
+		}()
+	}
+	for range endpoints {
+		<-done
+	}
+	return out
+}
+
+// LinearizableRead reads through one endpoint with a quorum read: it succeeds only when that
+// member can reach the leader and has applied up to the read index, which is what "caught up and
+// serving" means for the recovery gate.
+func (c *Client) LinearizableRead(ctx context.Context, endpoint string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	one, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: CallTimeout, Logger: c.c.GetLogger()})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = one.Close() }()
+	if _, err := one.Get(ctx, "steward-health", clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("linearizable read through %s: %w", endpoint, err)
+	}
+	return nil
+}
+
+// MoveLeader hands leadership to target. It must be sent to the current leader, so the client is
+// pointed at the leader's endpoint for the call.
+func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target uint64) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	one, err := clientv3.New(clientv3.Config{Endpoints: []string{leaderEndpoint}, DialTimeout: CallTimeout, Logger: c.c.GetLogger()})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = one.Close() }()
+	if _, err := one.MoveLeader(ctx, target); err != nil {
+		return fmt.Errorf("moving leadership to %s: %w", IDString(target), err)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+// Package health is Steward's recovery gate: a pure evaluation of facts read live from etcd that
+// says whether the cluster has recovered from the previous step and may take the next disruption.
+//
+// The gate never looks at Pod readiness. A Pod that is Ready only says the etcd process answers its
+// probe; a member that rejoined empty (memory storage) or is replaying its log answers too, long
+// before it holds the data. Only etcd's own view counts: the member list, every endpoint's status,
+// the applied index against the leader's, and a linearizable read through each member.
+//
+// Nothing here does I/O or reads a clock: the controller gathers Facts, the gate judges them.
+package health
+
+import "strings"
+
+// Member is one entry of etcd's live member list.
+type Member struct {
+	ID        uint64
+	Name      string // empty for a learner whose process has not started yet
+	PeerURLs  []string
+	IsLearner bool
+}
+
+// Endpoint is what one member's client endpoint reported when the controller asked it.
+type Endpoint struct {
+	// Member is the EtcdMember name this endpoint belongs to.
+	Member string
+	// Reachable is true when the Status call answered.
+	Reachable bool
+	// Healthy is true when the member's health probe passed (etcd's own /health semantics: it has a
+	// leader and no alarm blocks it).
+	Healthy bool
+	// MemberID is the ID of the member that answered (from the response header).
+	MemberID uint64
+	// LeaderID is the leader this member believes in; 0 when it knows none.
+	LeaderID uint64
+	// AppliedIndex is the member's raft applied index.
+	AppliedIndex uint64
+	// Version is the etcd server version it reports.
+	Version string
+	// Errors are the errors and alarms the Status call reported (NOSPACE, CORRUPT, ...).
+	Errors []string
+	// ReadOK is true when a linearizable read through this endpoint succeeded. Learners do not serve
+	// such reads, so it is only meaningful for voters.
+	ReadOK bool
+}
+
+// Facts are the live etcd reads one reconcile made.
+type Facts struct {
+	// MemberListErr says why the member list could not be read; empty when it was. MemberList is
+	// linearizable in the etcd versions Steward supports, so it fails when quorum is lost.
+	MemberListErr string
+	Members       []Member
+	Endpoints     []Endpoint
+}
+
+// MemberListKnown reports whether the live member list was read.
+func (f Facts) MemberListKnown() bool { return f.MemberListErr == "" }
+
+// Endpoint returns the status of the named member's endpoint.
+func (f Facts) Endpoint(member string) (Endpoint, bool) {
+	for _, e := range f.Endpoints {
+		if e.Member == member {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// Match finds the live entry of a member. Peer URL first, because a member's name is only known to
+// etcd once its process started, and IDs are never trusted from cache (invariant 5); the name is
+// a fallback so a peer URL spelled differently (scheme, trailing slash) does not orphan a member.
+func (f Facts) Match(name, peerURL string) (Member, bool) {
+	want := normalizeURL(peerURL)
+	for _, m := range f.Members {
+		for _, u := range m.PeerURLs {
+			if want != "" && normalizeURL(u) == want {
+				return m, true
+			}
+		}
+	}
+	for _, m := range f.Members {
+		if name != "" && m.Name == name {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// normalizeURL drops the scheme and a trailing slash: a TLS change switches http to https while the
+// member stays the same.
+func normalizeURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	return strings.TrimSuffix(u, "/")
+}
+
+// Leader returns the leader's ID: the one most reachable endpoints report (a stale leader cut off
+// by a partition still names itself, but the others outvote it). A tie or no answer means unknown.
+func (f Facts) Leader() (uint64, bool) {
+	votes := map[uint64]int{}
+	for _, e := range f.Endpoints {
+		if e.Reachable && e.LeaderID != 0 {
+			votes[e.LeaderID]++
+		}
+	}
+	var best uint64
+	bestN, tie := 0, false
+	for id, n := range votes {
+		switch {
+		case n > bestN:
+			best, bestN, tie = id, n, false
+		case n == bestN:
+			tie = true
+		}
+	}
+	if bestN == 0 || tie {
+		return 0, false
+	}
+	return best, true
+}
+
+// endpointByID returns the status reported by the member with this ID.
+func (f Facts) endpointByID(id uint64) (Endpoint, bool) {
+	for _, e := range f.Endpoints {
+		if e.Reachable && e.MemberID == id {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}

@@ -1,0 +1,121 @@
+package plan
+
+import (
+	"fmt"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+// Kind is what the controller should do. Each kind is one step; where it writes intent first, the
+// comment says so, so a crash between the intent and the effect is resumed from live facts.
+type Kind string
+
+const (
+	// Nothing: the cluster is where it should be.
+	Nothing Kind = "Nothing"
+	// Wait: something must happen first that the operator does not do (a Pod starting, a learner
+	// catching up, health recovering, the user changing the spec). Reason and Message say what.
+	Wait Kind = "Wait"
+
+	// AdoptSpec copies the spec's member template into status.observed.
+	AdoptSpec Kind = "AdoptSpec"
+	// CreateMember creates EtcdMember <cluster>-<Ordinal> in phase Pending with the observed template.
+	CreateMember Kind = "CreateMember"
+	// BootstrapSeed creates the seed member's PVC and Pod with --initial-cluster-state=new and an
+	// initial cluster of itself alone, recording the observed template on the member first.
+	BootstrapSeed Kind = "BootstrapSeed"
+	// AddLearner writes phase Joining (intent), calls MemberAddAsLearner with the member's peer URL,
+	// then writes phase Learner and the new ID.
+	AddLearner Kind = "AddLearner"
+	// CreatePod records the observed template on the member, creates its PVC if missing, and creates
+	// its Pod with --initial-cluster-state=existing and --initial-cluster from the live member list.
+	CreatePod Kind = "CreatePod"
+	// PromoteLearner calls MemberPromote for MemberID, then writes phase Running. etcd refusing
+	// because the learner is not ready yet is a retry, not an error.
+	PromoteLearner Kind = "PromoteLearner"
+	// RecordPhase writes Phase and MemberID on the member: the live member list shows a step already
+	// happened (the operator stopped between the etcd call and its status write).
+	RecordPhase Kind = "RecordPhase"
+	// RemoveMember writes phase Removing (intent), then removes MemberID from etcd through the
+	// Disrupter (Disruption says how: Remove for good, or Replace by a fresh member).
+	RemoveMember Kind = "RemoveMember"
+	// DeletePod deletes the member's Pod through the Disrupter.
+	DeletePod Kind = "DeletePod"
+	// DeletePVC deletes the member's PVC through the Disrupter.
+	DeletePVC Kind = "DeletePVC"
+	// ResetMember turns a member removed for replacement back into a fresh one: phase Pending, no ID,
+	// template = observed. Its Pod and PVC are already gone.
+	ResetMember Kind = "ResetMember"
+	// DeleteMember deletes the EtcdMember object: a scale-down starts (its finalizer then waits for
+	// the plan), or a pending member above spec.replicas goes.
+	DeleteMember Kind = "DeleteMember"
+	// FinalizeMember removes the finalizer of a deleted member that has left etcd and whose Pod and
+	// PVC are gone.
+	FinalizeMember Kind = "FinalizeMember"
+	// MoveLeader hands leadership from Member to Target (MoveLeader to TargetID). A failed move is
+	// retried on the next reconcile; the leader's Pod is never touched while it leads.
+	MoveLeader Kind = "MoveLeader"
+	// PatchPodMetadata patches the member Pod's labels and annotations in place to the observed
+	// podMetadata (removing keys the member's recorded template added that are gone now), then
+	// records the observed podMetadata on the member. No restart.
+	PatchPodMetadata Kind = "PatchPodMetadata"
+	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
+	// member's template.
+	ExpandPVC Kind = "ExpandPVC"
+)
+
+// Action is the one thing to do now.
+type Action struct {
+	Kind Kind
+	// Member the action is about ("" for cluster-wide actions such as AdoptSpec).
+	Member string
+	// MemberID is the live etcd ID (RemoveMember, PromoteLearner, RecordPhase, MoveLeader's source).
+	MemberID uint64
+	// Ordinal for CreateMember.
+	Ordinal int32
+	// Phase for RecordPhase.
+	Phase v1alpha1.MemberPhase
+	// Target and TargetID for MoveLeader.
+	Target   string
+	TargetID uint64
+	// Disruption is set when the action disrupts a member: the controller must pass it to a
+	// disruption.Disrupter together with Facts.DisruptionView().
+	Disruption *disruption.Request
+	// Reason is a CamelCase reason for conditions; Message is for humans.
+	Reason  Reason
+	Message string
+}
+
+func (a Action) String() string {
+	s := string(a.Kind)
+	if a.Member != "" {
+		s += " " + a.Member
+	}
+	if a.Target != "" {
+		s += " -> " + a.Target
+	}
+	if a.Kind == CreateMember {
+		s += fmt.Sprintf(" #%d", a.Ordinal)
+	}
+	if a.Reason != "" {
+		s += " (" + string(a.Reason) + ")"
+	}
+	return s
+}
+
+// Is reports whether the action is a real step (not Nothing or Wait).
+func (a Action) Is() bool { return a.Kind != Nothing && a.Kind != Wait }
+
+func act(k Kind, member string, reason Reason, format string, args ...any) Action {
+	return Action{Kind: k, Member: member, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func wait(reason Reason, format string, args ...any) Action {
+	return act(Wait, "", reason, format, args...)
+}
+
+func (a Action) disrupting(kind disruption.Kind) Action {
+	a.Disruption = &disruption.Request{Kind: kind, Victim: a.Member}
+	return a
+}

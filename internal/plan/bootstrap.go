@@ -1,0 +1,161 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+// formed reports whether the cluster ever formed. Only a cluster that never formed may start a seed
+// with --initial-cluster-state=new: doing it later would split off a second cluster.
+func (v *view) formed() bool {
+	if v.f.Cluster.Status.ClusterID != "" || len(v.f.Etcd.Members) > 0 {
+		return true
+	}
+	for _, m := range v.members {
+		if m.ID != "" || (m.Phase != "" && m.Phase != v1alpha1.MemberPending) {
+			return true
+		}
+	}
+	return false
+}
+
+// bootstrap starts one seed while the cluster has never formed; growth then is a normal scale-up.
+func (v *view) bootstrap() (Action, bool) {
+	if v.formed() {
+		return Action{}, false
+	}
+	if v.f.replicas() == 0 {
+		return act(Nothing, "", ReasonDormant, "spec.replicas is 0 and the cluster never formed"), true
+	}
+	active := v.active()
+	if len(active) == 0 {
+		if a, ok := v.adoptBeforeCreate(); ok {
+			return a, true
+		}
+		a := act(CreateMember, memberName(v.f, 0), ReasonBootstrapping, "creating the seed member")
+		a.Ordinal = 0
+		return a, true
+	}
+	seed := active[0]
+	switch {
+	case seed.PVC.Foreign:
+		return foreignPVC(seed), true
+	case !seed.Pod.Exists:
+		if a, ok := v.adoptBeforeCreate(); ok {
+			return a, true
+		}
+		return act(BootstrapSeed, seed.Name, ReasonBootstrapping,
+			"starting seed %s with --initial-cluster-state=new", seed.Name), true
+	case seed.Pod.Unschedulable:
+		return wait(ReasonUnschedulable, "seed %s cannot be scheduled", seed.Name), true
+	}
+	return wait(ReasonBootstrapping, "waiting for seed %s to form the cluster", seed.Name), true
+}
+
+func memberName(f *Facts, ordinal int32) string {
+	return fmt.Sprintf("%s-%d", f.Cluster.Name, ordinal)
+}
+
+func foreignPVC(m *memberView) Action {
+	return wait(ReasonForeignPVC, "PVC data-%s belongs to another (deleted) cluster; Steward never adopts "+
+		"or deletes it: delete it, or restore from it into a new cluster", m.Name)
+}
+
+// dormant takes a PVC cluster scaled to 0 down to no Pods, followers first and the leader last;
+// members and PVCs stay, so scaling up again resumes with the same data.
+func (v *view) dormant() (Action, bool) {
+	if v.f.replicas() != 0 {
+		return Action{}, false
+	}
+	if v.f.memory() {
+		return wait(ReasonBlocked, "spec.replicas 0 is refused with memory storage: all data would be lost"), true
+	}
+	if v.f.Etcd.MemberListKnown() {
+		// Finish a membership step first so nothing is left half-done while dormant.
+		if a, ok := v.halfDoneMembership(); ok {
+			return a, true
+		}
+	}
+	var victim *memberView
+	for i := len(v.members) - 1; i >= 0; i-- {
+		m := v.members[i]
+		if m.Pod.Exists && m.Pod.Deleting {
+			return wait(ReasonGoingDormant, "waiting for %s's Pod to go", m.Name), true
+		}
+		if m.Pod.Exists && (victim == nil || victim.leader) {
+			victim = m
+		}
+	}
+	if victim == nil {
+		return act(Nothing, "", ReasonDormant, "dormant: no Pods run; PVCs keep the data"), true
+	}
+	a, _ := v.disrupt(act(DeletePod, victim.Name, ReasonGoingDormant, "stopping %s (spec.replicas is 0)", victim.Name),
+		disruption.Dormant)
+	return a, true
+}
+
+// quorumLost: without quorum no membership change is possible or safe. The only thing to do is give
+// back PVC members their Pods (data intact), which may restore quorum; memory members' data is gone.
+func (v *view) quorumLost() (Action, bool) {
+	healthy, voters, ok := v.quorum()
+	if ok {
+		return Action{}, false
+	}
+	for _, m := range v.active() {
+		if m.Phase != v1alpha1.MemberRunning || m.Pod.Exists || v.f.memory() {
+			continue
+		}
+		if m.PVC.Foreign {
+			return foreignPVC(m), true
+		}
+		if m.PVC.Exists && !m.PVC.Deleting {
+			if a, ok := v.adoptBeforeCreate(); ok {
+				return a, true
+			}
+			return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name), true
+		}
+	}
+	msg := fmt.Sprintf("quorum lost: %d of %d voters healthy", healthy, voters)
+	if !v.f.Etcd.MemberListKnown() {
+		msg = "quorum lost: the member list cannot be read (" + v.f.Etcd.MemberListErr + ")"
+	}
+	if down := v.unhealthyNames(); len(down) > 0 {
+		msg += "; unhealthy: " + strings.Join(down, ", ")
+	}
+	if v.f.memory() {
+		msg += "; memory members that lost their Pod lost their data: restore from a backup if they do not return"
+	}
+	return wait(ReasonQuorumLost, "%s; no membership change until quorum returns", msg), true
+}
+
+// quorum counts healthy voters against the live voter set.
+func (v *view) quorum() (healthy, voters int, ok bool) {
+	if !v.f.Etcd.MemberListKnown() {
+		return 0, 0, false
+	}
+	for _, l := range v.f.Etcd.Members {
+		if l.IsLearner {
+			continue
+		}
+		voters++
+		for _, m := range v.members {
+			if m.live != nil && m.live.ID == l.ID && m.healthy() {
+				healthy++
+			}
+		}
+	}
+	return healthy, voters, voters > 0 && healthy >= voters/2+1
+}
+
+func (v *view) unhealthyNames() []string {
+	var out []string
+	for _, m := range v.active() {
+		if !m.healthy() {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package plan
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// Condition types on EtcdCluster.status.conditions.
+const (
+	ConditionAvailable     = "Available"
+	ConditionProgressing   = "Progressing"
+	ConditionDegraded      = "Degraded"
+	ConditionRollingUpdate = "RollingUpdate"
+)
+
+// Reason is a CamelCase reason, used on actions and conditions alike.
+type Reason string
+
+const (
+	ReasonReconciled       Reason = "Reconciled"
+	ReasonPaused           Reason = "Paused"
+	ReasonClusterDeleting  Reason = "ClusterDeleting"
+	ReasonInitialTarget    Reason = "InitialTarget"
+	ReasonSpecChanged      Reason = "SpecChanged"
+	ReasonVersionSkew      Reason = "VersionStepRefused"
+	ReasonBootstrapping    Reason = "Bootstrapping"
+	ReasonDormant          Reason = "Dormant"
+	ReasonGoingDormant     Reason = "GoingDormant"
+	ReasonQuorumLost       Reason = "QuorumLost"
+	ReasonQuorumHealthy    Reason = "QuorumHealthy"
+	ReasonRecording        Reason = "RecordingProgress"
+	ReasonJoining          Reason = "JoiningMember"
+	ReasonStartingMember   Reason = "StartingMember"
+	ReasonPromoting        Reason = "PromotingLearner"
+	ReasonLearnerCatchUp   Reason = "LearnerCatchingUp"
+	ReasonLearnerStuck     Reason = "LearnerStuck"
+	ReasonExtraLearner     Reason = "ExtraLearner"
+	ReasonRemoving         Reason = "RemovingMember"
+	ReasonOrphan           Reason = "RemovingUnknownMember"
+	ReasonCleaningUp       Reason = "CleaningUp"
+	ReasonPodTerminating   Reason = "WaitingForPodDeletion"
+	ReasonPodMissing       Reason = "MemberPodMissing"
+	ReasonDataLost         Reason = "MemberDataLost"
+	ReasonCrashLooping     Reason = "MemberCrashLooping"
+	ReasonOOMKilled        Reason = "MemberOOMKilled"
+	ReasonUnschedulable    Reason = "MemberUnschedulable"
+	ReasonMemberUnhealthy  Reason = "MemberUnhealthy"
+	ReasonAllHealthy       Reason = "AllMembersHealthy"
+	ReasonForeignPVC       Reason = "ForeignPVC"
+	ReasonRollingMember    Reason = "RollingMember"
+	ReasonMovingLeader     Reason = "MovingLeader"
+	ReasonPatchingMetadata Reason = "PatchingPodMetadata"
+	ReasonWaitingForHealth Reason = "WaitingForHealth"
+	ReasonBlocked          Reason = "Blocked"
+	ReasonWaitingDeletion  Reason = "WaitingForDeletion"
+	ReasonUpToDate         Reason = "UpToDate"
+	ReasonScalingUp        Reason = "ScalingUp"
+	ReasonScalingDown      Reason = "ScalingDown"
+	ReasonExpanding        Reason = "ExpandingStorage"
+	ReasonNotExpandable    Reason = "StorageNotExpandable"
+	ReasonResizingFS       Reason = "ResizingFilesystem"
+	ReasonNoLeaderTarget   Reason = "NoLeadershipTarget"
+	ReasonDeadline         Reason = "ProgressDeadlineExceeded"
+)
+
+// Change says what a member needs to reach the target template. A roll subsumes a metadata patch.
+type Change uint8
+
+const (
+	// ChangeRoll: a field that reaches the Pod spec or etcd flags differs: restart (PVC) or replace
+	// (memory).
+	ChangeRoll Change = 1 << iota
+	// ChangeMetadata: podMetadata differs: patched in place.
+	ChangeMetadata
+	// ChangeExpand: the PVC is smaller than the target size: expanded in place.
+	ChangeExpand
+)
+
+// Has reports whether c includes x.
+func (c Change) Has(x Change) bool { return c&x != 0 }
+
+func (c Change) String() string {
+	if c == 0 {
+		return "none"
+	}
+	s := ""
+	for _, p := range []struct {
+		c Change
+		n string
+	}{{ChangeRoll, "roll"}, {ChangeMetadata, "metadata"}, {ChangeExpand, "expand"}} {
+		if c.Has(p.c) {
+			if s != "" {
+				s += "+"
+			}
+			s += p.n
+		}
+	}
+	return s
+}
+
+// Decision is the plan's answer: one action, and what status should say.
+type Decision struct {
+	// Action is the one thing to do in this reconcile.
+	Action Action
+	// Next is what would happen if the cluster were not paused (nil otherwise).
+	Next *Action
+	// Target is the template members are judged against: status.observed, or the spec when the
+	// action adopts it.
+	Target *v1alpha1.MemberTemplate
+	// Changes maps each member to what it needs; Updated lists members needing nothing.
+	Changes map[string]Change
+	// Outdated are members needing any change, by ordinal; Order are the members still to roll
+	// (restart or replace), in the order they will go.
+	Outdated []string
+	Order    []string
+	// Members, ReadyMembers, UpdatedMembers and Rollout are ready for EtcdCluster.status.
+	Members        []v1alpha1.MemberStatus
+	ReadyMembers   int32
+	UpdatedMembers int32
+	Rollout        *v1alpha1.RolloutStatus
+	// Conditions carry Type, Status, Reason and Message; the controller sets generation and times.
+	Conditions []metav1.Condition
+	// Gate is the recovery gate over every expected voter.
+	Gate health.Result
+	// AdoptionRefused says why the spec is not the target yet (a version step no member may take
+	// directly); the current rollout finishes first.
+	AdoptionRefused string
+	// VersionWarning is set when a version could not be parsed (a custom build): accepted, unchecked.
+	VersionWarning string
+	// DeadlineExceeded is true when the step in progress took longer than progressDeadlineSeconds.
+	DeadlineExceeded bool
+}
+
+// Condition returns the condition of the given type.
+func (d Decision) Condition(t string) metav1.Condition {
+	for _, c := range d.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}

@@ -1,0 +1,154 @@
+// Package plan is Steward's decision logic: from the facts one reconcile gathered to the single next
+// action. It is pure (no clients, no I/O, no clock: time comes in as Facts.Now), so every decision is
+// table-testable and a restarted operator decides the same thing from the same facts.
+//
+// Priority (design brief, invariant 3; issues 4 and 5): paused → bootstrap → dormant → quorum lost →
+// finish a half-done membership change (learners first: never two) → adopt a spec change at a safe
+// point → repair one failed member → add a pending member → roll one outdated member → scale one
+// step → housekeeping → wait for the recovery gate → nothing.
+//
+// Two choices refine the brief's order. A half-done membership change is finished before a new
+// repair starts, because the repair would be a second disruption while the first is in flight.
+// Adoption of a spec edit comes before repair, because a repair builds from the target: a member
+// broken by a bad spec must be rebuilt from the corrected one (the etcd-io workflow's misconfigured
+// member), and nothing is ever created already outdated.
+//
+// Every disruption the plan proposes has already passed disruption.Check on the same facts; the
+// controller must still carry it out through a disruption.Disrupter, which checks again.
+package plan
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// Facts are everything one reconcile gathered. The controller fills them from live reads.
+type Facts struct {
+	// Cluster is the EtcdCluster: spec, status.observed, status.clusterID, deletion timestamp.
+	Cluster *v1alpha1.EtcdCluster
+	// Members are the EtcdMember objects of this cluster, with their Pod and PVC.
+	Members []Member
+	// Etcd is what etcd said in this reconcile: member list, endpoint statuses, reads.
+	Etcd health.Facts
+	// Now is the time of this reconcile.
+	Now time.Time
+	// StepStarted is when the step in progress began (the in-flight member's last phase change);
+	// zero when unknown. It bounds how long a learner may take to catch up and drives
+	// progressDeadlineSeconds.
+	StepStarted time.Time
+	// Limits override the defaults; zero fields keep them.
+	Limits Limits
+}
+
+// Member is one EtcdMember with what the controller saw of its Pod and PVC.
+type Member struct {
+	Name    string
+	Ordinal int32
+	// PeerURL is the member's peer URL; the plan matches it against the live member list (never a
+	// cached ID, invariant 5).
+	PeerURL string
+	// Phase and ID are the member's recorded status.
+	Phase v1alpha1.MemberPhase
+	ID    string
+	// Deleting is true when the EtcdMember has a deletion timestamp: a scale-down is under way and
+	// the member's finalizer waits for the plan to remove it from etcd and delete its Pod and PVC.
+	Deleting bool
+	// Template is spec.template: what the member's Pod is (or will be) built from.
+	Template v1alpha1.MemberTemplate
+	Pod      Pod
+	PVC      PVC
+}
+
+// Pod is what the controller saw of the member's Pod.
+type Pod struct {
+	Exists   bool
+	Phase    corev1.PodPhase
+	Ready    bool
+	Deleting bool
+	// RestartCount of the etcd container.
+	RestartCount int32
+	// LastTerminationReason of the etcd container, e.g. OOMKilled, Error.
+	LastTerminationReason string
+	// Unschedulable is true when the scheduler reported the Pod cannot be placed.
+	Unschedulable bool
+}
+
+// PVC is what the controller saw of the member's PersistentVolumeClaim.
+type PVC struct {
+	Exists   bool
+	Deleting bool
+	// Requested is spec.resources.requests.storage; Capacity is status.capacity.storage.
+	Requested resource.Quantity
+	Capacity  resource.Quantity
+	// Resizable is true when the StorageClass allows volume expansion.
+	Resizable bool
+	// FileSystemResizePending is true when the volume grew but the filesystem waits for a Pod restart.
+	FileSystemResizePending bool
+	// Foreign is true when the PVC is not owned by this EtcdCluster (left over from a deleted cluster
+	// of the same name): the plan never deletes or adopts it.
+	Foreign bool
+}
+
+// Limits are the plan's thresholds.
+type Limits struct {
+	// CrashLoopRestarts: a member restarted more often than this (not OOM-killed) while the others
+	// hold quorum is replaced.
+	CrashLoopRestarts int32
+	// LearnerTimeout: a learner not promotable for this long is removed and retried.
+	LearnerTimeout time.Duration
+	// AppliedIndexTolerance for the recovery gate (health.DefaultAppliedIndexTolerance).
+	AppliedIndexTolerance uint64
+}
+
+// Default limits. Five restarts is about five minutes of kubelet back-off (10s, 20s, 40s, 80s,
+// 160s): long enough to ride out a slow disk or a DNS hiccup, short enough that a broken member does
+// not hold a roll for long. A learner gets ten minutes: catching up means receiving a snapshot of up
+// to the backend quota (8 GiB at most) over the peer network.
+const (
+	DefaultCrashLoopRestarts int32         = 5
+	DefaultLearnerTimeout    time.Duration = 10 * time.Minute
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.CrashLoopRestarts == 0 {
+		l.CrashLoopRestarts = DefaultCrashLoopRestarts
+	}
+	if l.LearnerTimeout == 0 {
+		l.LearnerTimeout = DefaultLearnerTimeout
+	}
+	if l.AppliedIndexTolerance == 0 {
+		l.AppliedIndexTolerance = health.DefaultAppliedIndexTolerance
+	}
+	return l
+}
+
+// replicas is spec.replicas with its default.
+func (f *Facts) replicas() int {
+	if f.Cluster.Spec.Replicas == nil {
+		return 3
+	}
+	return int(*f.Cluster.Spec.Replicas)
+}
+
+func (f *Facts) medium() v1alpha1.StorageMedium { return f.Cluster.Spec.Storage.Medium }
+
+func (f *Facts) memory() bool { return f.medium() == v1alpha1.StorageMediumMemory }
+
+func (f *Facts) strategy() v1alpha1.UpdateStrategyType {
+	if f.Cluster.Spec.UpdateStrategy.Type == "" {
+		return v1alpha1.RollingUpdate
+	}
+	return f.Cluster.Spec.UpdateStrategy.Type
+}
+
+func (f *Facts) progressDeadline() time.Duration {
+	if d := f.Cluster.Spec.ProgressDeadlineSeconds; d != nil {
+		return time.Duration(*d) * time.Second
+	}
+	return 600 * time.Second
+}

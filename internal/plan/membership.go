@@ -1,0 +1,198 @@
+package plan
+
+import (
+	"time"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// halfDone finishes what a previous reconcile started, deciding from the live member list whether
+// the etcd call behind each recorded intent already happened (invariant 5). Nothing new starts while
+// a Pod is on its way out.
+func (v *view) halfDone() (Action, bool) {
+	if a, ok := v.halfDoneMembership(); ok {
+		return a, true
+	}
+	for _, m := range v.members {
+		if m.inEtcd() && m.Pod.Exists && m.Pod.Deleting {
+			return wait(ReasonPodTerminating, "waiting for %s's Pod to terminate", m.Name), true
+		}
+	}
+	return Action{}, false
+}
+
+func (v *view) halfDoneMembership() (Action, bool) {
+	for _, s := range []step{v.recordPhases, v.learners, v.removals, v.orphanMembers} {
+		if a, ok := s(); ok {
+			return a, true
+		}
+	}
+	return Action{}, false
+}
+
+// recordPhases brings recorded phases in line with the live member list.
+func (v *view) recordPhases() (Action, bool) {
+	for _, m := range v.members {
+		if m.Deleting || m.Phase == v1alpha1.MemberRemoving {
+			continue // the removal flow owns these
+		}
+		switch {
+		case m.learner() && m.Phase != v1alpha1.MemberLearner:
+			return record(m, v1alpha1.MemberLearner, "MemberAddAsLearner already happened"), true
+		case m.voter() && m.Phase != v1alpha1.MemberRunning:
+			return record(m, v1alpha1.MemberRunning, "the member is already a voter"), true
+		case m.inEtcd() && m.ID != m.recordedID():
+			return record(m, m.Phase, "recording the live member ID"), true
+		case m.inEtcd():
+			continue
+		case m.Phase == v1alpha1.MemberJoining:
+			if r := v.gateRunning(); !r.Passed() {
+				// MemberAdd never happened; withdraw the intent so a repair can run first.
+				return record(m, v1alpha1.MemberPending, "withdrawing the join until the cluster is healthy: "+r.String()), true
+			}
+			return act(AddLearner, m.Name, ReasonJoining, "MemberAddAsLearner for %s did not happen yet; adding it", m.Name), true
+		case m.Phase == v1alpha1.MemberLearner || m.Phase == v1alpha1.MemberRunning:
+			// Gone from etcd behind our back: its data is stale; replace it through the removal flow.
+			return record(m, v1alpha1.MemberRemoving, "the member left etcd; replacing it"), true
+		}
+	}
+	return Action{}, false
+}
+
+func record(m *memberView, p v1alpha1.MemberPhase, why string) Action {
+	a := act(RecordPhase, m.Name, ReasonRecording, "%s: recording phase %s (%s)", m.Name, p, why)
+	a.Phase, a.MemberID = p, m.id()
+	return a
+}
+
+// learners: never two; promote the one that caught up, start its Pod, or give up on it after the
+// learner timeout (it is removed, then re-added by the normal flow).
+func (v *view) learners() (Action, bool) {
+	var ours []*memberView
+	for _, m := range v.members {
+		if m.learner() {
+			ours = append(ours, m)
+		}
+	}
+	for _, o := range v.orphans {
+		if o.IsLearner {
+			return v.removeOrphan(o), true
+		}
+	}
+	if len(ours) > 1 {
+		extra := ours[len(ours)-1] // the newest (highest ordinal) goes
+		a, _ := v.disrupt(act(RemoveMember, extra.Name, ReasonExtraLearner,
+			"two learners exist; removing %s", extra.Name), disruption.Remove)
+		a.MemberID = extra.id()
+		return a, true
+	}
+	if len(ours) == 0 {
+		return Action{}, false
+	}
+	l := ours[0]
+	if l.Deleting || l.Phase == v1alpha1.MemberRemoving {
+		return Action{}, false // the removal flow owns it
+	}
+	return v.learner(l), true
+}
+
+func (v *view) learner(l *memberView) Action {
+	if !l.Pod.Exists {
+		if l.PVC.Foreign {
+			return foreignPVC(l)
+		}
+		return act(CreatePod, l.Name, ReasonStartingMember, "starting learner %s", l.Name)
+	}
+	r := health.LearnerCaughtUp(v.f.Etcd, l.Name, v.lim.AppliedIndexTolerance)
+	if l.Pod.Ready && !l.Pod.Deleting && r.Passed() {
+		a := act(PromoteLearner, l.Name, ReasonPromoting, "promoting learner %s", l.Name)
+		a.MemberID = l.id()
+		return a
+	}
+	if v.stepOlderThan(v.lim.LearnerTimeout) {
+		a, _ := v.disrupt(act(RemoveMember, l.Name, ReasonLearnerStuck,
+			"learner %s did not catch up within %s; removing it to retry", l.Name, v.lim.LearnerTimeout), disruption.Remove)
+		a.MemberID = l.id()
+		return a
+	}
+	switch {
+	case l.Pod.Unschedulable:
+		return wait(ReasonUnschedulable, "learner %s cannot be scheduled", l.Name)
+	case !r.Passed():
+		return wait(ReasonLearnerCatchUp, "learner %s is catching up: %s", l.Name, r.Reason)
+	}
+	return wait(ReasonLearnerCatchUp, "learner %s's Pod is not ready", l.Name)
+}
+
+// stepOlderThan reports whether the step in progress began more than d ago; an unknown start never
+// times out, so a controller that cannot tell waits rather than tearing down a slow learner.
+func (v *view) stepOlderThan(d time.Duration) bool {
+	return !v.f.StepStarted.IsZero() && v.f.Now.Sub(v.f.StepStarted) > d
+}
+
+// removals finish removals: out of etcd first (leader handed off before), then the Pod, then the
+// data, then the member is finalized (scale-down) or reset to a fresh one (replacement).
+func (v *view) removals() (Action, bool) {
+	for i := len(v.members) - 1; i >= 0; i-- {
+		m := v.members[i]
+		if !m.Deleting && m.Phase != v1alpha1.MemberRemoving {
+			continue
+		}
+		if m.inEtcd() {
+			if m.leader {
+				return v.moveLeader(m, "removing it"), true
+			}
+			a, _ := v.disrupt(act(RemoveMember, m.Name, ReasonRemoving, "removing %s from etcd", m.Name), disruption.Remove)
+			a.MemberID = m.id()
+			return a, true
+		}
+		return v.cleanUp(m), true
+	}
+	return Action{}, false
+}
+
+// cleanUp removes what is left of a member that is out of etcd.
+func (v *view) cleanUp(m *memberView) Action {
+	switch {
+	case m.Pod.Exists && m.Pod.Deleting:
+		return wait(ReasonPodTerminating, "waiting for %s's Pod to terminate", m.Name)
+	case m.Pod.Exists:
+		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonCleaningUp, "deleting the Pod of removed member %s", m.Name),
+			disruption.Restart)
+		return a
+	case m.PVC.Exists && m.PVC.Foreign:
+		// Not ours to delete; it is not used by this member either.
+	case m.PVC.Exists && m.PVC.Deleting:
+		return wait(ReasonCleaningUp, "waiting for %s's PVC to go", m.Name)
+	case m.PVC.Exists:
+		a, _ := v.disrupt(act(DeletePVC, m.Name, ReasonCleaningUp, "deleting the stale data of removed member %s", m.Name),
+			disruption.DeleteData)
+		return a
+	}
+	if m.Deleting {
+		return act(FinalizeMember, m.Name, ReasonScalingDown, "%s left etcd and its Pod and data are gone", m.Name)
+	}
+	return act(ResetMember, m.Name, ReasonCleaningUp, "%s left etcd; resetting it to join again as a fresh member", m.Name)
+}
+
+// orphanMembers removes live members no EtcdMember claims: the operator owns the membership.
+func (v *view) orphanMembers() (Action, bool) {
+	if len(v.orphans) == 0 {
+		return Action{}, false
+	}
+	return v.removeOrphan(v.orphans[0]), true
+}
+
+func (v *view) removeOrphan(o health.Member) Action {
+	name := orphanName(o.ID)
+	if o.ID == v.leaderID && !o.IsLearner {
+		from := &memberView{Member: &Member{Name: name}, live: &o, leader: true}
+		return v.moveLeader(from, "removing it")
+	}
+	a, _ := v.disrupt(act(RemoveMember, name, ReasonOrphan,
+		"member %x (%s) is in etcd but no EtcdMember claims it; removing it", o.ID, o.Name), disruption.Remove)
+	a.MemberID = o.ID
+	return a
+}

@@ -1,0 +1,118 @@
+package plan
+
+import (
+	"errors"
+
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+// step decides, or passes (false) to the next step in priority order.
+type step func() (Action, bool)
+
+// Plan decides the one next action from the facts, and what status should say.
+func Plan(f Facts) Decision {
+	v := newView(&f)
+	a := v.decide()
+	d := Decision{}
+	if f.Cluster.Spec.Paused {
+		next := a
+		d.Next = &next
+		a = wait(ReasonPaused, "spec.paused is set: no roll or scale step runs; next would be: %s", next)
+	}
+	if (d.Next != nil && d.Next.Kind == AdoptSpec) || a.Kind == AdoptSpec {
+		// Status should already show the plan for the spec about to be adopted.
+		v.setTarget(f.specTemplate())
+	}
+	d.Action = a
+	v.fillStatus(&d)
+	return d
+}
+
+// decide walks the priority order of the design brief (invariant 3).
+func (v *view) decide() Action {
+	steps := []step{
+		v.clusterDeleting,
+		v.initialTarget,
+		v.bootstrap,
+		v.dormant,
+		v.quorumLost,
+		v.halfDone,
+		v.adopt,
+		v.repair,
+		v.pending,
+		v.roll,
+		v.scale,
+		v.housekeeping,
+		v.settle,
+	}
+	for _, s := range steps {
+		if a, ok := s(); ok {
+			return a
+		}
+	}
+	return act(Nothing, "", ReasonReconciled, "every member runs the observed template and is healthy")
+}
+
+func (v *view) clusterDeleting() (Action, bool) {
+	if v.f.Cluster.DeletionTimestamp == nil {
+		return Action{}, false
+	}
+	// Teardown removes the whole cluster; members leave together, no MemberRemove one by one.
+	return act(Nothing, "", ReasonClusterDeleting, "the cluster is being deleted"), true
+}
+
+func (v *view) initialTarget() (Action, bool) {
+	if v.f.Cluster.Status.Observed != nil {
+		return Action{}, false
+	}
+	return act(AdoptSpec, "", ReasonInitialTarget, "recording the first target template"), true
+}
+
+// adopt moves the target to the spec at a safe point, unless a member could not step to its version.
+func (v *view) adopt() (Action, bool) {
+	if v.f.specAdopted() || !v.safePoint() {
+		return Action{}, false
+	}
+	if why := v.versionRefusal(); why != "" {
+		v.adoptRefused = why
+		return Action{}, false
+	}
+	return act(AdoptSpec, "", ReasonSpecChanged, "adopting the changed spec as the new target"), true
+}
+
+// adoptBeforeCreate adopts the spec before anything is built from the target, so nothing is created
+// already outdated.
+func (v *view) adoptBeforeCreate() (Action, bool) {
+	return v.adopt()
+}
+
+// disrupt turns a disruption into an action, or into the reason it cannot happen now. A permanent
+// refusal is returned as blocked=true so the caller can let a later step (a scale-out) proceed.
+func (v *view) disrupt(a Action, kind disruption.Kind) (res Action, blocked bool) {
+	err := v.check(kind, a.Member)
+	if err == nil {
+		return a.disrupting(kind), false
+	}
+	var r *disruption.Refusal
+	if errors.As(err, &r) && r.Permanent() {
+		return wait(ReasonBlocked, "%s is blocked (%s): %s", a.Kind, r.Reason, r.Detail), true
+	}
+	if errors.As(err, &r) && r.Reason == disruption.ReasonLearnerPresent {
+		return wait(ReasonLearnerCatchUp, "%s waits: %s", a.Kind, r.Detail), false
+	}
+	return wait(ReasonWaitingForHealth, "%s waits: %v", a.Kind, err), false
+}
+
+// settle: nothing left to do, but the last step is only complete once the recovery gate passes
+// (issue 5: completion is honest). Waiting, not Nothing, also makes the controller come back: etcd's
+// recovery shows in no Kubernetes object it watches.
+// A roll that is blocked until the user acts is a Wait too, with the reason.
+func (v *view) settle() (Action, bool) {
+	if r := v.gate(); !r.Passed() {
+		return wait(ReasonWaitingForHealth, "waiting for the cluster to recover: %s", r), true
+	}
+	if v.rollBlocked != "" {
+		return wait(ReasonBlocked, "%s", v.rollBlocked), true
+	}
+	return Action{}, false
+}

@@ -1,0 +1,81 @@
+package plan
+
+import (
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+// repair fixes one failed voter (issue 4): a PVC member that lost its Pod gets it back with its data;
+// a member whose data is gone (memory Pod lost, PVC lost) or that crash-loops is removed and then
+// replaced by a fresh member through the normal join flow. Quorum safety is disruption.Check's job.
+func (v *view) repair() (Action, bool) {
+	for _, m := range v.active() {
+		if m.Phase != v1alpha1.MemberRunning || !m.voter() {
+			continue
+		}
+		if !m.Pod.Exists {
+			if !v.f.memory() && m.PVC.Exists && !m.PVC.Deleting {
+				if m.PVC.Foreign {
+					return foreignPVC(m), true
+				}
+				return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
+			}
+			return v.replace(m, ReasonDataLost, "its Pod is gone and its data with it")
+		}
+		if m.crashLooping(v.lim) {
+			return v.replace(m, ReasonCrashLooping, "it keeps crashing")
+		}
+	}
+	return Action{}, false
+}
+
+// replace removes a member so a fresh one takes its place; its stale data is deleted on the way.
+func (v *view) replace(m *memberView, reason Reason, why string) (Action, bool) {
+	if m.leader {
+		return v.moveLeader(m, "replacing it"), true
+	}
+	a, _ := v.disrupt(act(RemoveMember, m.Name, reason, "replacing %s: %s", m.Name, why), disruption.Replace)
+	a.MemberID = m.id()
+	return a, true
+}
+
+// pending adds a created member to etcd: clean leftovers, wait for a healthy cluster, then
+// MemberAddAsLearner. The Pod starts after the add, with --initial-cluster from the live list.
+func (v *view) pending() (Action, bool) {
+	for _, m := range v.active() {
+		if m.inEtcd() || (m.Phase != v1alpha1.MemberPending && m.Phase != "") {
+			continue
+		}
+		if !v.kept(m) {
+			return act(DeleteMember, m.Name, ReasonScalingDown, "%s is not needed at spec.replicas %d", m.Name, v.f.replicas()), true
+		}
+		if a, ok := v.pendingLeftovers(m); ok {
+			return a, true
+		}
+		if r := v.gateRunning(); !r.Passed() {
+			return wait(ReasonWaitingForHealth, "adding %s waits for the cluster to be healthy: %s", m.Name, r), true
+		}
+		return act(AddLearner, m.Name, ReasonJoining, "adding %s as a learner", m.Name), true
+	}
+	return Action{}, false
+}
+
+// pendingLeftovers: a member about to join must start empty; a Pod or PVC left from a previous life
+// of this name would carry a removed member's data, which etcd refuses.
+func (v *view) pendingLeftovers(m *memberView) (Action, bool) {
+	switch {
+	case m.Pod.Exists && m.Pod.Deleting:
+		return wait(ReasonPodTerminating, "waiting for %s's old Pod to go", m.Name), true
+	case m.Pod.Exists:
+		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonCleaningUp, "deleting a leftover Pod of %s", m.Name), disruption.Restart)
+		return a, true
+	case m.PVC.Exists && m.PVC.Foreign:
+		return foreignPVC(m), true
+	case m.PVC.Exists && m.PVC.Deleting:
+		return wait(ReasonCleaningUp, "waiting for %s's old PVC to go", m.Name), true
+	case m.PVC.Exists:
+		a, _ := v.disrupt(act(DeletePVC, m.Name, ReasonCleaningUp, "deleting leftover data of %s", m.Name), disruption.DeleteData)
+		return a, true
+	}
+	return Action{}, false
+}

@@ -1,0 +1,105 @@
+package plan
+
+import (
+	"sort"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+// roll brings one outdated member to the target template (issue 5). Pod metadata is patched in place
+// first (no disruption); then the first member of the victim order is restarted (PVC) or replaced
+// (memory) once the recovery gate passed, leadership handed off before the leader is touched.
+func (v *view) roll() (Action, bool) {
+	if v.f.strategy() == v1alpha1.OnDelete {
+		return Action{}, false // marked only: the user's Pod deletion triggers the rebuild (a repair)
+	}
+	for _, m := range v.active() {
+		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeMetadata) &&
+			!m.change.Has(ChangeRoll) && m.Pod.Exists && !m.Pod.Deleting {
+			return act(PatchPodMetadata, m.Name, ReasonPatchingMetadata, "patching %s's Pod labels and annotations in place", m.Name), true
+		}
+	}
+	order := v.rollOrder()
+	if len(order) == 0 {
+		return Action{}, false
+	}
+	victim := order[0]
+	kind, verb := disruption.Restart, "restarting"
+	if v.f.memory() {
+		kind, verb = disruption.Replace, "replacing"
+	}
+	if v.voterCount() == 1 {
+		return v.rollSingle(victim, kind)
+	}
+	if r := v.gate(victim.Name); !r.Passed() {
+		return wait(ReasonWaitingForHealth, "rolling %s waits for the recovery gate: %s", victim.Name, r), true
+	}
+	if victim.leader {
+		return v.moveLeader(victim, "rolling it"), true
+	}
+	k := DeletePod
+	if kind == disruption.Replace {
+		k = RemoveMember
+	}
+	a, blocked := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto the new template", verb, victim.Name), kind)
+	if blocked {
+		v.rollBlocked = a.Message
+		return Action{}, false
+	}
+	a.MemberID = victim.id()
+	return a, true
+}
+
+// rollSingle: the only member can be rolled only as an outage the user opted into, and never on
+// memory storage, where its data would go with it. There is no one to ask for recovery, so no gate.
+func (v *view) rollSingle(m *memberView, kind disruption.Kind) (Action, bool) {
+	if v.f.memory() {
+		v.rollBlocked = "a single memory-backed member is never rolled: its data would be lost; scale to 3 members first"
+		return Action{}, false
+	}
+	a, blocked := v.disrupt(act(DeletePod, m.Name, ReasonRollingMember, "restarting the only member %s (allowDowntime)", m.Name), kind)
+	if blocked {
+		v.rollBlocked = "a single member is rolled only with spec.updateStrategy.allowDowntime (a full outage while it restarts), or after scaling to 3 members"
+		return Action{}, false
+	}
+	return a, true
+}
+
+func (v *view) voterCount() int {
+	n := 0
+	for _, l := range v.f.Etcd.Members {
+		if !l.IsLearner {
+			n++
+		}
+	}
+	return n
+}
+
+// rollOrder is the victim order: outdated members that are failed or unready first (they are down
+// anyway, and a roll may be what fixes them), then followers from the highest ordinal, the leader
+// last. Members a pending scale-down removes are not rolled.
+func (v *view) rollOrder() []*memberView {
+	var out []*memberView
+	for _, m := range v.active() {
+		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeRoll) {
+			out = append(out, m)
+		}
+	}
+	group := func(m *memberView) int {
+		switch {
+		case !m.available():
+			return 0
+		case !m.leader:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if gi, gj := group(out[i]), group(out[j]); gi != gj {
+			return gi < gj
+		}
+		return out[i].Ordinal > out[j].Ordinal
+	})
+	return out
+}

@@ -1,0 +1,316 @@
+package plan
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+func (w *world) observed() v1alpha1.MemberTemplate { return *w.cluster.Status.Observed.DeepCopy() }
+
+func (w *world) ensurePVC(m *wMember) {
+	if w.memory() || m.pvc != nil {
+		return
+	}
+	size := *w.observed().Storage.Size
+	m.pvc = &wPVC{requested: size.DeepCopy(), capacity: size.DeepCopy()}
+}
+
+// apply carries out an action the way the controller would, including its intent-first writes. With
+// crashRate > 0 an action may stop half-way (after the intent, or after the etcd call but before the
+// status write), as if the operator died there.
+func (w *world) apply(f Facts, a Action) {
+	if !a.Is() {
+		return
+	}
+	w.started = w.now
+	crash := w.rng.Float64() < w.crashRate
+	early := crash && w.rng.Intn(2) == 0
+	if crash {
+		switch a.Kind {
+		case AddLearner, CreatePod, PromoteLearner, RemoveMember:
+			w.crashes++
+		}
+	}
+	m := w.member(a.Member)
+	needMember := a.Kind != AdoptSpec && a.Kind != CreateMember && a.Kind != RemoveMember && a.Kind != MoveLeader
+	if needMember && m == nil {
+		w.violate("%s names unknown member %q", a.Kind, a.Member)
+		return
+	}
+	switch a.Kind {
+	case AdoptSpec:
+		w.cluster.Status.Observed = w.cluster.Spec.MemberTemplate.DeepCopy()
+	case CreateMember:
+		if w.member(a.Member) != nil {
+			w.violate("CreateMember %s: it exists", a.Member)
+			return
+		}
+		w.members = append(w.members, &wMember{name: a.Member, ordinal: a.Ordinal, phase: v1alpha1.MemberPending, template: w.observed()})
+		w.sortMembers()
+	case BootstrapSeed:
+		if len(w.etcd) > 0 {
+			w.violate("BootstrapSeed %s on a formed cluster", m.name)
+		}
+		m.template = w.observed()
+		w.ensurePVC(m)
+		m.pod = &wPod{template: m.template, bootstrap: true}
+	case AddLearner:
+		w.addLearner(m, crash, early)
+	case CreatePod:
+		m.template = w.observed()
+		if early {
+			return
+		}
+		if m.pod != nil {
+			w.violate("CreatePod %s: a Pod exists", m.name)
+		}
+		w.ensurePVC(m)
+		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name]}
+		w.events = append(w.events, event{step: w.step, kind: CreatePod, member: m.name, ordinal: m.ordinal, reason: a.Reason})
+	case PromoteLearner:
+		w.promote(m, a, crash)
+	case RecordPhase:
+		m.phase, m.id = a.Phase, hexID(a.MemberID)
+	case RemoveMember:
+		if m != nil {
+			m.phase = v1alpha1.MemberRemoving
+		}
+		if !early {
+			w.disrupt(f, a)
+		}
+	case DeletePod, DeletePVC:
+		w.disrupt(f, a)
+	default:
+		w.applyObject(m, a)
+	}
+}
+
+// applyObject: actions on the member object and its Pod/PVC that disrupt nothing.
+func (w *world) applyObject(m *wMember, a Action) {
+	switch a.Kind {
+	case ResetMember:
+		if m.pod != nil || m.pvc != nil || w.entry(m) != nil {
+			w.violate("ResetMember %s while its Pod, PVC or etcd entry remains", m.name)
+		}
+		m.phase, m.id, m.template = v1alpha1.MemberPending, "", w.observed()
+	case DeleteMember:
+		w.events = append(w.events, event{step: w.step, kind: DeleteMember, member: m.name, ordinal: m.ordinal, reason: a.Reason})
+		m.deleting = true
+	case FinalizeMember:
+		if w.entry(m) != nil || m.pod != nil || m.pvc != nil {
+			w.violate("FinalizeMember %s before it left etcd and its Pod and PVC went", m.name)
+		}
+		for i, x := range w.members {
+			if x == m {
+				w.members = append(w.members[:i], w.members[i+1:]...)
+				break
+			}
+		}
+	case MoveLeader:
+		t := w.entryByID(a.TargetID)
+		switch {
+		case a.MemberID != w.leader:
+			w.violate("MoveLeader from %x, but %x leads", a.MemberID, w.leader)
+		case t == nil || !w.available(t):
+			w.violate("MoveLeader to %s, which is not an available voter", a.Target)
+		default:
+			w.leader = t.id
+		}
+	case PatchPodMetadata:
+		if m.pod == nil {
+			w.violate("PatchPodMetadata %s without a Pod", m.name)
+			return
+		}
+		md := w.observed().PodMetadata
+		m.pod.template.PodMetadata, m.template.PodMetadata = md, *md.DeepCopy()
+	case ExpandPVC:
+		size := *w.observed().Storage.Size
+		m.pvc.requested = size.DeepCopy()
+		m.template.Storage.Size = &size
+	default:
+		w.violate("the simulator does not know action %s", a.Kind)
+	}
+}
+
+func (w *world) addLearner(m *wMember, crash, early bool) {
+	m.phase = v1alpha1.MemberJoining
+	if early {
+		return
+	}
+	for _, e := range w.etcd {
+		if e.learner {
+			w.violate("MemberAddAsLearner %s while learner %x exists", m.name, e.id)
+		}
+	}
+	if w.entry(m) != nil {
+		w.violate("MemberAddAsLearner %s: already a member", m.name)
+		return
+	}
+	w.nextID++
+	w.etcd = append(w.etcd, &wEtcd{id: w.nextID, peerURL: peerURL(m.name), learner: true})
+	w.events = append(w.events, event{step: w.step, kind: AddLearner, member: m.name, ordinal: m.ordinal})
+	if !crash {
+		m.phase, m.id = v1alpha1.MemberLearner, hexID(w.nextID)
+	}
+}
+
+func (w *world) promote(m *wMember, a Action, crash bool) {
+	e := w.entryByID(a.MemberID)
+	switch {
+	case e == nil || !e.learner:
+		w.violate("PromoteLearner %s: %x is not a learner", m.name, a.MemberID)
+		return
+	case !w.up(e) || e.lag > 0:
+		return // etcd: "learner not ready"; the plan retries
+	}
+	e.learner = false
+	if !crash {
+		m.phase = v1alpha1.MemberRunning
+	}
+}
+
+// disrupt goes through the real chokepoint with effects that check the world independently.
+func (w *world) disrupt(f Facts, a Action) {
+	if a.Disruption == nil {
+		w.violate("%s %s carries no disruption request: it would bypass the chokepoint", a.Kind, a.Member)
+		return
+	}
+	err := disruption.New(effects{w: w, a: a}).Do(context.Background(), f.DisruptionView(), *a.Disruption)
+	if err != nil {
+		w.violate("the plan proposed a disruption the chokepoint refuses: %v", err)
+	}
+}
+
+// effects are the world's side effects; each asserts the invariants of the design brief on the
+// world's own state before acting.
+type effects struct {
+	w *world
+	a Action
+}
+
+func (x effects) DeletePod(_ context.Context, name string) error {
+	w, m := x.w, x.w.member(name)
+	if m == nil || m.pod == nil {
+		w.violate("DeletePod %s: no Pod", name)
+		return nil
+	}
+	if e := w.entry(m); e != nil && !e.learner {
+		w.checkDisruption(e, "deleted the Pod of")
+		if w.memory() && w.cluster.Spec.Replicas != nil && *w.cluster.Spec.Replicas > 0 {
+			w.violate("deleted the Pod of memory voter %s: its data is lost", name)
+		}
+		w.record(x.a, m, e)
+	}
+	m.pod.deleting, m.pod.running = 2, false
+	return nil
+}
+
+func (x effects) RemoveMember(_ context.Context, name string, id uint64) error {
+	w := x.w
+	e := w.entryByID(id)
+	if e == nil {
+		w.violate("MemberRemove %s: %x is not a member", name, id)
+		return nil
+	}
+	if !e.learner {
+		if all, _ := w.voters(); all == 1 {
+			w.violate("removed the last voter %s", name)
+		}
+		w.checkDisruption(e, "removed")
+	}
+	w.record(x.a, w.memberOf(e), e)
+	for i, o := range w.etcd {
+		if o == e {
+			w.etcd = append(w.etcd[:i], w.etcd[i+1:]...)
+			break
+		}
+	}
+	if w.leader == id {
+		w.leader = 0
+	}
+	return nil
+}
+
+func (x effects) DeletePVC(_ context.Context, name string) error {
+	w, m := x.w, x.w.member(name)
+	switch {
+	case m == nil || m.pvc == nil:
+		w.violate("DeletePVC %s: no PVC", name)
+	case w.entry(m) != nil:
+		w.violate("deleted the data of %s while it is in etcd", name)
+	default:
+		m.pvc.deleting = true
+	}
+	return nil
+}
+
+// checkDisruption: invariants 1 and 2, on the world's state.
+func (w *world) checkDisruption(victim *wEtcd, what string) {
+	if *w.cluster.Spec.Replicas == 0 {
+		if victim.id == w.leader {
+			for _, m := range w.members {
+				if m.pod != nil && m.pod.deleting == 0 && peerURL(m.name) != victim.peerURL {
+					w.violate("dormant: %s the leader before follower %s", what, m.name)
+				}
+			}
+		}
+		return
+	}
+	if all, _ := w.voters(); all == 1 {
+		if w.memory() || !w.cluster.Spec.UpdateStrategy.AllowDowntime {
+			w.violate("%s the only member without allowDowntime", what)
+		}
+		return
+	}
+	if victim.id == w.leader {
+		w.violate("%s leader %s while it leads", what, victim.name)
+	}
+	for _, o := range w.etcd {
+		switch {
+		case o == victim:
+		case o.learner:
+			w.violate("%s %s while learner %x exists", what, victim.name, o.id)
+		case !w.available(o):
+			w.violate("%s %s while %s is unavailable", what, victim.name, o.name)
+		}
+	}
+}
+
+func (w *world) record(a Action, m *wMember, e *wEtcd) {
+	ev := event{step: w.step, kind: a.Kind, member: a.Member, reason: a.Reason, leader: e != nil && e.id == w.leader}
+	if m != nil {
+		ev.ordinal = m.ordinal
+	}
+	w.events = append(w.events, ev)
+}
+
+// checkInvariants runs after every step.
+func (w *world) checkInvariants() {
+	learners, down := 0, 0
+	for _, e := range w.etcd {
+		if e.learner {
+			learners++
+		} else if !w.available(e) && !w.faults[e.name] {
+			down++
+		}
+	}
+	if learners > 1 {
+		w.violate("%d learners", learners)
+	}
+	all, _ := w.voters()
+	if *w.cluster.Spec.Replicas == 0 || all <= 1 {
+		return // not formed, dormant, or a single member: a full outage is the user's choice
+	}
+	if down > 1 {
+		w.violate("%d voters unavailable at once (beyond the test's own faults)", down)
+	}
+	if len(w.faults) == 0 && !w.quorum() {
+		w.violate("quorum lost without any fault")
+	}
+}
+
+func quantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }

@@ -1,0 +1,181 @@
+package plan
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// tick advances the world by one reconcile interval: Pods terminate and start, etcd elects and
+// replicates, volumes grow.
+func (w *world) tick() {
+	w.now = w.now.Add(10 * 1e9)
+	for _, m := range w.members {
+		w.tickPod(m)
+		if p := m.pvc; p != nil {
+			if p.deleting && m.pod == nil {
+				m.pvc = nil
+			} else if !w.growPaused && p.capacity.Cmp(p.requested) < 0 {
+				p.capacity = p.requested.DeepCopy()
+			}
+		}
+	}
+	w.tickEtcd()
+	for name := range w.faults {
+		m := w.member(name)
+		if m == nil || w.entry(m) == nil || w.available(w.entry(m)) {
+			delete(w.faults, name) // repaired (back and caught up) or replaced (left etcd)
+		}
+	}
+}
+
+func (w *world) tickPod(m *wMember) {
+	p := m.pod
+	switch {
+	case p == nil:
+		return
+	case p.deleting > 0:
+		p.running = false
+		if p.deleting--; p.deleting == 0 {
+			m.pod = nil
+		}
+		return
+	case p.unschedulable:
+		return
+	case p.crashing:
+		p.running = false
+		p.restarts++
+		return
+	}
+	p.age++
+	if !p.running && p.age >= 1 {
+		w.start(m)
+	}
+}
+
+// start runs a member's etcd process and checks it starts the way etcd would let it: as the seed of
+// a new cluster, or as a listed member on its own data (or, if it never ran, on empty data).
+func (w *world) start(m *wMember) {
+	p := m.pod
+	if p.bootstrap && len(w.etcd) == 0 {
+		w.nextID++
+		w.etcd = append(w.etcd, &wEtcd{id: w.nextID, peerURL: peerURL(m.name), name: m.name})
+		w.leader = w.nextID
+	}
+	e := w.entry(m)
+	if e == nil {
+		w.violate("%s's Pod started but %s is not in the member list (and is no seed)", m.name, m.name)
+		return
+	}
+	data := &p.data
+	if m.pvc != nil {
+		data = &m.pvc.data
+	} else if !w.memory() {
+		w.violate("%s's Pod started without a PVC", m.name)
+		return
+	}
+	switch {
+	case *data != 0 && *data != e.id:
+		w.violate("%s started on stale data of removed member %x (it is %x now)", m.name, *data, e.id)
+		return
+	case *data == 0 && e.started && !e.learner:
+		w.violate("voter %s (%x) restarted without its data", m.name, e.id)
+	}
+	*data = e.id
+	e.name, e.started, e.lag = m.name, true, 1
+	p.running = true
+}
+
+func (w *world) tickEtcd() {
+	if l := w.entryByID(w.leader); l == nil || l.learner || !w.up(l) || !w.quorum() {
+		w.leader = 0
+	}
+	if w.leader == 0 && w.quorum() {
+		for _, e := range w.etcd { // lowest ID wins the election, deterministically
+			if !e.learner && w.up(e) && (w.leader == 0 || e.id < w.leader) {
+				w.leader = e.id
+			}
+		}
+	}
+	if w.leader == 0 {
+		return
+	}
+	w.index += 10
+	for _, e := range w.etcd {
+		switch {
+		case !w.up(e):
+		case e.id == w.leader:
+			e.lag, e.applied = 0, w.index
+		case e.lag > 0:
+			e.lag--
+			e.applied = w.index / 2 // replaying: far behind
+		default:
+			e.applied = w.index
+		}
+	}
+}
+
+// facts is what a controller would gather from this world.
+func (w *world) facts() Facts {
+	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, StepStarted: w.started}
+	for _, m := range w.members {
+		f.Members = append(f.Members, w.memberFacts(m))
+	}
+	f.Etcd = w.etcdFacts()
+	return f
+}
+
+func (w *world) memberFacts(m *wMember) Member {
+	fm := Member{Name: m.name, Ordinal: m.ordinal, PeerURL: peerURL(m.name), Phase: m.phase, ID: m.id,
+		Deleting: m.deleting, Template: *m.template.DeepCopy()}
+	if p := m.pod; p != nil {
+		fm.Pod = Pod{Exists: true, Ready: p.running && p.deleting == 0, Deleting: p.deleting > 0,
+			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning}
+		if p.oom {
+			fm.Pod.LastTerminationReason = "OOMKilled"
+		} else if p.crashing {
+			fm.Pod.LastTerminationReason = "Error"
+		}
+	}
+	if v := m.pvc; v != nil {
+		fm.PVC = PVC{Exists: true, Deleting: v.deleting, Requested: v.requested.DeepCopy(),
+			Capacity: v.capacity.DeepCopy(), Resizable: w.resizable}
+	}
+	return fm
+}
+
+func (w *world) etcdFacts() health.Facts {
+	var h health.Facts
+	if !w.quorum() {
+		h.MemberListErr = "etcdserver: request timed out"
+	} else {
+		for _, e := range w.etcd {
+			h.Members = append(h.Members, health.Member{ID: e.id, Name: e.name, PeerURLs: []string{e.peerURL}, IsLearner: e.learner})
+		}
+	}
+	for _, e := range w.etcd {
+		m := w.memberOf(e)
+		if m == nil || !w.up(e) {
+			continue
+		}
+		ok := w.quorum() && w.leader != 0
+		h.Endpoints = append(h.Endpoints, health.Endpoint{
+			Member: m.name, Reachable: true, Healthy: ok, MemberID: e.id, LeaderID: w.leader,
+			AppliedIndex: e.applied, Version: m.pod.template.Version, ReadOK: ok && !e.learner && e.lag == 0,
+		})
+	}
+	return h
+}
+
+// clusterID is recorded by the controller once it read a member list.
+func (w *world) recordStatus(d Decision) {
+	if w.cluster.Status.ClusterID == "" && len(w.etcd) > 0 && w.quorum() {
+		w.cluster.Status.ClusterID = strconv.FormatUint(0xc1, 16)
+	}
+	for _, c := range d.Conditions {
+		meta.SetStatusCondition(&w.cluster.Status.Conditions, c)
+	}
+}

@@ -1,0 +1,208 @@
+package plan
+
+// An in-memory cluster for sequence tests: EtcdMembers, Pods, PVCs and an etcd model (member list
+// with learners and voters, leader, applied index). The world checks its own invariants as actions
+// land on it, independently of the plan and of the disruption package, so a planner bug shows up as
+// a violation here even if disruption.Check has the same bug.
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+type world struct {
+	t          testing.TB
+	rng        *rand.Rand
+	crashRate  float64 // chance an action stops half-way, as if the operator died mid-step
+	crashes    int     // how many steps did
+	cluster    *v1alpha1.EtcdCluster
+	members    []*wMember
+	etcd       []*wEtcd
+	leader     uint64
+	nextID     uint64
+	index      uint64
+	now        time.Time
+	started    time.Time // when the step in progress began (Facts.StepStarted)
+	step       int
+	faults     map[string]bool // members the test itself broke
+	faultStep  int             // when the test last broke one
+	resizable  bool            // the StorageClass allows volume expansion
+	growPaused bool            // volumes do not grow until the test says so
+	// unschedulable names members whose new Pods cannot be scheduled.
+	unschedulable map[string]bool
+	// planner is Plan unless a test swaps in a broken one to prove the checks can fail.
+	planner func(Facts) Decision
+	last    Decision
+	// check runs after every step: a scenario's own invariant.
+	check  func(*world)
+	trace  []string
+	events []event // disruptions and membership changes, in order
+	errs   []string
+}
+
+type wMember struct {
+	name     string
+	ordinal  int32
+	phase    v1alpha1.MemberPhase
+	id       string
+	deleting bool
+	template v1alpha1.MemberTemplate
+	pod      *wPod
+	pvc      *wPVC
+}
+
+type wPod struct {
+	template      v1alpha1.MemberTemplate
+	bootstrap     bool // started with --initial-cluster-state=new
+	age           int
+	running       bool
+	deleting      int // ticks until a deleting Pod is gone; 0 = not deleting
+	crashing      bool
+	oom           bool
+	restarts      int32
+	unschedulable bool
+	data          uint64 // memory storage: the member ID whose data the tmpfs holds
+}
+
+type wPVC struct {
+	requested, capacity resource.Quantity
+	data                uint64 // the member ID whose data the volume holds; 0 = empty
+	deleting            bool
+}
+
+type wEtcd struct {
+	id      uint64
+	peerURL string
+	name    string
+	learner bool
+	applied uint64
+	lag     int  // ticks until a freshly started member caught up
+	started bool // its process ran at least once
+}
+
+type event struct {
+	step    int
+	kind    Kind
+	member  string
+	ordinal int32
+	reason  Reason
+	leader  bool // the member led when it was disrupted
+}
+
+func template(version string) v1alpha1.MemberTemplate {
+	return v1alpha1.MemberTemplate{
+		Version: version,
+		Storage: v1alpha1.StorageSpec{Size: ptrTo(resource.MustParse("4Gi"))},
+	}
+}
+
+func newWorld(t testing.TB, replicas int32, medium v1alpha1.StorageMedium) *world {
+	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-1"}}
+	c.Spec.Replicas = ptrTo(replicas)
+	c.Spec.MemberTemplate = template("3.5.17")
+	c.Spec.Storage.Medium = medium
+	return &world{
+		t: t, rng: rand.New(rand.NewSource(1)), cluster: c, faults: map[string]bool{}, unschedulable: map[string]bool{},
+		now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), nextID: 0x10, index: 1000, resizable: true,
+	}
+}
+
+func peerURL(name string) string { return fmt.Sprintf("http://%s.c.ns.svc:2380", name) }
+
+func (w *world) memory() bool { return w.cluster.Spec.Storage.Medium == v1alpha1.StorageMediumMemory }
+
+func (w *world) violate(format string, args ...any) {
+	w.errs = append(w.errs, fmt.Sprintf("step %d: ", w.step)+fmt.Sprintf(format, args...))
+}
+
+func (w *world) member(name string) *wMember {
+	for _, m := range w.members {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+func (w *world) entryByURL(url string) *wEtcd {
+	for _, e := range w.etcd {
+		if e.peerURL == url {
+			return e
+		}
+	}
+	return nil
+}
+
+func (w *world) entryByID(id uint64) *wEtcd {
+	for _, e := range w.etcd {
+		if e.id == id {
+			return e
+		}
+	}
+	return nil
+}
+
+func (w *world) entry(m *wMember) *wEtcd { return w.entryByURL(peerURL(m.name)) }
+
+func (w *world) memberOf(e *wEtcd) *wMember {
+	for _, m := range w.members {
+		if peerURL(m.name) == e.peerURL {
+			return m
+		}
+	}
+	return nil
+}
+
+// up says whether a member's etcd process serves: Pod running, not terminating.
+func (w *world) up(e *wEtcd) bool {
+	m := w.memberOf(e)
+	return m != nil && m.pod != nil && m.pod.running && m.pod.deleting == 0
+}
+
+// available says whether a voter serves and has caught up with the leader (recovered).
+func (w *world) available(e *wEtcd) bool {
+	return !e.learner && w.up(e) && e.lag == 0 && e.applied == w.index
+}
+
+func (w *world) voters() (all, up int) {
+	for _, e := range w.etcd {
+		if !e.learner {
+			all++
+			if w.up(e) {
+				up++
+			}
+		}
+	}
+	return all, up
+}
+
+func (w *world) quorum() bool {
+	all, up := w.voters()
+	return all > 0 && up >= all/2+1
+}
+
+func (w *world) sortMembers() {
+	sort.Slice(w.members, func(i, j int) bool { return w.members[i].ordinal < w.members[j].ordinal })
+}
+
+func (w *world) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf("%3d ", w.step)+fmt.Sprintf(format, args...))
+}
+
+func hexID(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatUint(id, 16)
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,194 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// fillStatus derives what status should say from the view and the chosen action.
+func (v *view) fillStatus(d *Decision) {
+	t := v.target
+	d.Target = &t
+	d.Changes = map[string]Change{}
+	for _, m := range v.active() {
+		d.Changes[m.Name] = m.change
+		if m.change != 0 {
+			d.Outdated = append(d.Outdated, m.Name)
+		} else if m.Phase == v1alpha1.MemberRunning {
+			d.UpdatedMembers++
+		}
+		d.Members = append(d.Members, v.memberStatus(m))
+		if m.available() {
+			d.ReadyMembers++
+		}
+	}
+	for _, m := range v.rollOrder() {
+		d.Order = append(d.Order, m.Name)
+	}
+	d.Gate = v.gate()
+	d.VersionWarning = v.versionWarning()
+	d.AdoptionRefused = v.adoptRefused
+	d.DeadlineExceeded = d.Action.Kind != Nothing && d.Action.Reason != ReasonPaused &&
+		v.stepOlderThan(v.f.progressDeadline())
+	d.Rollout = v.rolloutStatus(d)
+	d.Conditions = []metav1.Condition{v.available(), v.progressing(d), v.degraded(), v.rollingUpdate(d)}
+}
+
+func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
+	s := v1alpha1.MemberStatus{Name: m.Name, ID: m.ID, Role: v1alpha1.RoleUnknown, Updated: m.change == 0}
+	if m.inEtcd() {
+		s.ID = m.recordedID()
+	}
+	switch {
+	case m.learner():
+		s.Role = v1alpha1.RoleLearner
+	case m.leader:
+		s.Role = v1alpha1.RoleLeader
+	case m.voter():
+		s.Role = v1alpha1.RoleFollower
+	}
+	s.Ready = m.available()
+	if m.ep != nil {
+		s.Version = m.ep.Version
+	}
+	return s
+}
+
+func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
+	if len(d.Outdated) == 0 && !v.rollingWasTrue() {
+		return nil
+	}
+	r := &v1alpha1.RolloutStatus{}
+	switch d.Action.Reason {
+	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingMetadata:
+		r.Member = d.Action.Member
+	}
+	for _, n := range d.Order {
+		if n != r.Member {
+			r.Pending = append(r.Pending, n)
+		}
+	}
+	switch {
+	case v.rollBlocked != "":
+		r.WaitingFor = v.rollBlocked
+	case !d.Action.Is():
+		r.WaitingFor = d.Action.Message
+	}
+	return r
+}
+
+func (v *view) rollingWasTrue() bool {
+	return meta.IsStatusConditionTrue(v.f.Cluster.Status.Conditions, ConditionRollingUpdate)
+}
+
+func cond(t string, ok bool, r Reason, format string, args ...any) metav1.Condition {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: t, Status: s, Reason: string(r), Message: fmt.Sprintf(format, args...)}
+}
+
+func (v *view) available() metav1.Condition {
+	healthy, voters, ok := v.quorum()
+	switch {
+	case !v.formed():
+		return cond(ConditionAvailable, false, ReasonBootstrapping, "the cluster has not formed yet")
+	case v.f.replicas() == 0 && !ok:
+		return cond(ConditionAvailable, false, ReasonDormant, "spec.replicas is 0: no member runs; PVCs keep the data")
+	case ok:
+		return cond(ConditionAvailable, true, ReasonQuorumHealthy, "%d of %d voters healthy", healthy, voters)
+	case !v.f.Etcd.MemberListKnown():
+		return cond(ConditionAvailable, false, ReasonQuorumLost, "the member list cannot be read: %s", v.f.Etcd.MemberListErr)
+	}
+	return cond(ConditionAvailable, false, ReasonQuorumLost, "%d of %d voters healthy, below quorum %d", healthy, voters, voters/2+1)
+}
+
+func (v *view) progressing(d *Decision) metav1.Condition {
+	a := d.Action
+	switch {
+	case a.Reason == ReasonPaused:
+		return cond(ConditionProgressing, false, ReasonPaused, "%s", a.Message)
+	case d.DeadlineExceeded:
+		return cond(ConditionProgressing, false, ReasonDeadline, "the step in progress exceeded progressDeadlineSeconds "+
+			"(%s); still trying while safe: %s", v.f.progressDeadline(), a.Message)
+	case a.Kind == Nothing || stalled[a.Reason]:
+		return cond(ConditionProgressing, false, a.Reason, "%s", a.Message)
+	}
+	return cond(ConditionProgressing, true, a.Reason, "%s", a.Message)
+}
+
+// stalled are waits that only the user or the outside world can end: nothing is progressing.
+var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true}
+
+// degraded names every member that is not a healthy voter, and why.
+func (v *view) degraded() metav1.Condition {
+	if v.f.replicas() == 0 || !v.formed() {
+		return cond(ConditionDegraded, false, ReasonAllHealthy, "no member is expected to run")
+	}
+	var reason Reason
+	var msgs []string
+	add := func(r Reason, m, why string) {
+		if reason == "" {
+			reason = r
+		}
+		msgs = append(msgs, m+": "+why)
+	}
+	for _, m := range v.active() {
+		switch {
+		case m.Phase == v1alpha1.MemberPending && !m.inEtcd():
+			// Not created in etcd yet: progress, not damage.
+		case !m.Pod.Exists:
+			add(ReasonPodMissing, m.Name, "Pod missing")
+		case m.oomLooping(v.lim):
+			add(ReasonOOMKilled, m.Name, fmt.Sprintf("OOM-killed %d times; raise resources.limits.memory", m.Pod.RestartCount))
+		case m.crashLooping(v.lim):
+			add(ReasonCrashLooping, m.Name, fmt.Sprintf("restarted %d times", m.Pod.RestartCount))
+		case m.Pod.Unschedulable:
+			add(ReasonUnschedulable, m.Name, "Pod cannot be scheduled")
+		case !m.Pod.Ready:
+			add(ReasonMemberUnhealthy, m.Name, "Pod not ready")
+		case !m.healthy():
+			add(ReasonMemberUnhealthy, m.Name, "etcd endpoint unhealthy")
+		}
+	}
+	for _, o := range v.orphans {
+		add(ReasonMemberUnhealthy, orphanName(o.ID), "in etcd but not managed by Steward")
+	}
+	if reason == "" {
+		return cond(ConditionDegraded, false, ReasonAllHealthy, "every member is healthy")
+	}
+	return cond(ConditionDegraded, true, reason, "%s", strings.Join(msgs, "; "))
+}
+
+// rollingUpdate stays True until every member runs the target and, after a roll, the gate passed.
+func (v *view) rollingUpdate(d *Decision) metav1.Condition {
+	a := d.Action
+	if len(d.Outdated) == 0 {
+		if v.rollingWasTrue() && !d.Gate.Passed() {
+			return cond(ConditionRollingUpdate, true, ReasonWaitingForHealth, "every member is updated; %s", d.Gate)
+		}
+		return cond(ConditionRollingUpdate, false, ReasonUpToDate, "every member runs the observed template")
+	}
+	outdated := strings.Join(d.Outdated, ", ")
+	if v.adoptRefused != "" {
+		outdated += "; " + v.adoptRefused
+	}
+	switch {
+	case a.Reason == ReasonPaused:
+		return cond(ConditionRollingUpdate, true, ReasonPaused, "paused; outdated: %s", outdated)
+	case v.f.strategy() == v1alpha1.OnDelete && len(d.Order) > 0:
+		return cond(ConditionRollingUpdate, true, ReasonWaitingDeletion, "updateStrategy OnDelete: delete the Pods of %s "+
+			"to rebuild them on the new template", strings.Join(d.Order, ", "))
+	case v.rollBlocked != "":
+		return cond(ConditionRollingUpdate, true, ReasonBlocked, "%s", v.rollBlocked)
+	case a.Reason == ReasonRollingMember || a.Reason == ReasonMovingLeader || a.Reason == ReasonPatchingMetadata:
+		return cond(ConditionRollingUpdate, true, ReasonRollingMember, "%s; outdated: %s", a.Message, outdated)
+	}
+	return cond(ConditionRollingUpdate, true, ReasonWaitingForHealth, "%s; outdated: %s", a.Message, outdated)
+}

@@ -1,0 +1,111 @@
+package plan
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// Compare classifies how a member's recorded template differs from the target. The comparison is
+// structural (equality.Semantic: quantities by value, nil and empty alike); no hash is trusted.
+//
+//   - storage.retentionPolicy touches no running member and is ignored.
+//   - podMetadata is patched in place, so a difference there alone is ChangeMetadata.
+//   - on PVC storage, storage.size is an expansion of the PVC, not a roll; whether it is needed is
+//     read from the PVC itself (see expansionNeeded), not from the template. On memory storage the
+//     size is the tmpfs limit in the Pod spec, so it rolls.
+//
+// Everything else reaches the Pod spec or etcd's flags and needs a roll.
+func Compare(member, target v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) Change {
+	m, t := rollable(member, medium), rollable(target, medium)
+	var c Change
+	if !equality.Semantic.DeepEqual(m, t) {
+		c |= ChangeRoll
+	}
+	if !equality.Semantic.DeepEqual(member.PodMetadata, target.PodMetadata) {
+		c |= ChangeMetadata
+	}
+	return c
+}
+
+// rollable returns the part of a template whose change needs a restart or a replacement.
+func rollable(t v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) v1alpha1.MemberTemplate {
+	t = *t.DeepCopy()
+	t.Storage.RetentionPolicy = ""
+	t.PodMetadata = v1alpha1.PodMetadata{}
+	if medium != v1alpha1.StorageMediumMemory {
+		t.Storage.Size = nil
+	}
+	return t
+}
+
+// expansionNeeded says whether a PVC is smaller than the target size.
+func expansionNeeded(pvc PVC, target v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) bool {
+	if medium == v1alpha1.StorageMediumMemory || !pvc.Exists || target.Storage.Size == nil {
+		return false
+	}
+	return pvc.Requested.Cmp(*target.Storage.Size) < 0
+}
+
+// specTemplate is the member template of the user's intent.
+func (f *Facts) specTemplate() v1alpha1.MemberTemplate { return f.Cluster.Spec.MemberTemplate }
+
+// specAdopted reports whether status.observed already equals the spec (retentionPolicy included:
+// observed should say what the user asked for, even where no member is touched).
+func (f *Facts) specAdopted() bool {
+	o := f.Cluster.Status.Observed
+	return o != nil && equality.Semantic.DeepEqual(*o, f.specTemplate())
+}
+
+// versionRefusal says why the spec's version may not be adopted yet, or "" when it may. Every
+// member must be able to step to it directly, so a second edit (3.5 → 3.6 → 3.7) waits until every
+// member runs 3.6, however quickly the user typed.
+func (v *view) versionRefusal() string {
+	want := v.f.specTemplate().Version
+	for _, m := range v.members {
+		if m.Deleting {
+			continue
+		}
+		if s := ClassifyVersion(m.Template.Version, want); !s.Allowed() {
+			return fmt.Sprintf("spec.version %s is refused for now: %s runs %s (%s); etcd upgrades one minor "+
+				"version at a time and cannot be downgraded, so the current rollout finishes first",
+				want, m.Name, m.Template.Version, s)
+		}
+	}
+	return ""
+}
+
+// versionWarning reports versions that cannot be parsed: accepted, but unchecked.
+func (v *view) versionWarning() string {
+	want := v.f.specTemplate().Version
+	if _, ok := parseVersion(want); !ok {
+		return fmt.Sprintf("version %q is not X.Y.Z: accepted, but its upgrade step cannot be checked", want)
+	}
+	for _, m := range v.members {
+		if _, ok := parseVersion(m.Template.Version); !ok && m.Template.Version != "" {
+			return fmt.Sprintf("%s runs version %q, which is not X.Y.Z: its upgrade step cannot be checked",
+				m.Name, m.Template.Version)
+		}
+	}
+	return ""
+}
+
+// safePoint reports whether the target may move now: no step of the operator is in flight (no
+// membership change, no Pod on its way out). A member that merely failed does not count: adopting
+// then is what lets a corrected spec repair a member broken by the previous spec (the etcd-io
+// workflow's misconfigured-member case), and the repair then builds from the latest intent.
+func (v *view) safePoint() bool {
+	for _, m := range v.members {
+		if m.Deleting || m.inFlightPhase() || (m.Pod.Exists && m.Pod.Deleting) {
+			return false
+		}
+	}
+	for _, l := range v.f.Etcd.Members {
+		if l.IsLearner {
+			return false
+		}
+	}
+	return true
+}

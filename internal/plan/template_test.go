@@ -1,0 +1,174 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// fieldCases is the field table of issue 5 ("which fields roll"), tested against Compare. Every
+// top-level field of MemberTemplate must appear (TestCompareCoversEveryField), so a new API field
+// forces a decision here.
+var fieldCases = []struct {
+	field  string
+	edit   func(t *v1alpha1.MemberTemplate)
+	pvc    Change
+	memory Change
+}{
+	{"Version", func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll},
+	{"Image", func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll},
+	{"ImagePullSecrets", func(t *v1alpha1.MemberTemplate) {
+		t.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
+	}, ChangeRoll, ChangeRoll},
+	{"Storage", func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("8Gi") }, 0, ChangeRoll},
+	{"Resources", cpu("250m"), ChangeRoll, ChangeRoll},
+	{"Affinity", func(t *v1alpha1.MemberTemplate) { t.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}} },
+		ChangeRoll, ChangeRoll},
+	{"TopologySpreadConstraints", func(t *v1alpha1.MemberTemplate) {
+		t.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}}
+	}, ChangeRoll, ChangeRoll},
+	{"NodeSelector", func(t *v1alpha1.MemberTemplate) { t.NodeSelector = map[string]string{"disk": "ssd"} }, ChangeRoll, ChangeRoll},
+	{"Tolerations", func(t *v1alpha1.MemberTemplate) { t.Tolerations = []corev1.Toleration{{Key: "etcd"}} }, ChangeRoll, ChangeRoll},
+	{"PriorityClassName", func(t *v1alpha1.MemberTemplate) { t.PriorityClassName = "system-cluster-critical" }, ChangeRoll, ChangeRoll},
+	{"PodMetadata", func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata},
+	{"Options", func(t *v1alpha1.MemberTemplate) { t.Options.SnapshotCount = ptrTo(int64(5000)) }, ChangeRoll, ChangeRoll},
+}
+
+// moreCases are finer points of the same comparison.
+var moreCases = []struct {
+	name   string
+	edit   func(t *v1alpha1.MemberTemplate)
+	pvc    Change
+	memory Change
+}{
+	{"retentionPolicy touches no member", func(t *v1alpha1.MemberTemplate) { t.Storage.RetentionPolicy = v1alpha1.RetentionDelete }, 0, 0},
+	{"the same size spelled differently", func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("4096Mi") }, 0, 0},
+	{"storageClassName (locked, but compared)", func(t *v1alpha1.MemberTemplate) { t.Storage.StorageClassName = ptrTo("fast") }, ChangeRoll, ChangeRoll},
+	{"annotations", func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Annotations = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata},
+	{"empty and nil maps are equal", func(t *v1alpha1.MemberTemplate) {
+		t.NodeSelector, t.PodMetadata.Labels = map[string]string{}, map[string]string{}
+	}, 0, 0},
+	{"empty and nil lists are equal", func(t *v1alpha1.MemberTemplate) { t.Tolerations = []corev1.Toleration{} }, 0, 0},
+	{"equal quantities in resources", func(t *v1alpha1.MemberTemplate) {
+		t.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	}, ChangeRoll, ChangeRoll},
+	{"quota", func(t *v1alpha1.MemberTemplate) { t.Options.QuotaBackendBytes = quantity("2Gi") }, ChangeRoll, ChangeRoll},
+	{"compaction", func(t *v1alpha1.MemberTemplate) { t.Options.AutoCompactionMode = "periodic" }, ChangeRoll, ChangeRoll},
+	{"heartbeat", func(t *v1alpha1.MemberTemplate) { t.Options.HeartbeatIntervalMillis = ptrTo(int32(200)) }, ChangeRoll, ChangeRoll},
+	{"election timeout", func(t *v1alpha1.MemberTemplate) { t.Options.ElectionTimeoutMillis = ptrTo(int32(2000)) }, ChangeRoll, ChangeRoll},
+	{"max request bytes", func(t *v1alpha1.MemberTemplate) { t.Options.MaxRequestBytes = ptrTo(int32(1 << 21)) }, ChangeRoll, ChangeRoll},
+	{"log level", func(t *v1alpha1.MemberTemplate) { t.Options.LogLevel = "debug" }, ChangeRoll, ChangeRoll},
+	{"extraArgs", func(t *v1alpha1.MemberTemplate) { t.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"} }, ChangeRoll, ChangeRoll},
+	{"metadata and a roll", func(t *v1alpha1.MemberTemplate) {
+		t.PodMetadata.Labels = map[string]string{"a": "b"}
+		t.Version = "3.5.18"
+	}, ChangeRoll | ChangeMetadata, ChangeRoll | ChangeMetadata},
+}
+
+func TestCompare(t *testing.T) {
+	base := template("3.5.17")
+	check := func(t *testing.T, edit func(*v1alpha1.MemberTemplate), pvc, mem Change) {
+		t.Helper()
+		target := *base.DeepCopy()
+		edit(&target)
+		if got := Compare(base, target, v1alpha1.StorageMediumDefault); got != pvc {
+			t.Errorf("pvc: Compare = %s, want %s", got, pvc)
+		}
+		if got := Compare(base, target, memory); got != mem {
+			t.Errorf("memory: Compare = %s, want %s", got, mem)
+		}
+		if got := Compare(target, target, memory); got != 0 {
+			t.Errorf("a template differs from itself: %s", got)
+		}
+	}
+	for _, c := range fieldCases {
+		t.Run(c.field, func(t *testing.T) { check(t, c.edit, c.pvc, c.memory) })
+	}
+	for _, c := range moreCases {
+		t.Run(c.name, func(t *testing.T) { check(t, c.edit, c.pvc, c.memory) })
+	}
+}
+
+func TestCompareCoversEveryField(t *testing.T) {
+	covered := map[string]bool{}
+	for _, c := range fieldCases {
+		covered[c.field] = true
+	}
+	typ := reflect.TypeOf(v1alpha1.MemberTemplate{})
+	for i := 0; i < typ.NumField(); i++ {
+		if f := typ.Field(i).Name; !covered[f] {
+			t.Errorf("MemberTemplate.%s has no row in the field table: decide whether it rolls", f)
+		}
+	}
+}
+
+func TestExpansionNeeded(t *testing.T) {
+	target := template("3.5.17") // 4Gi
+	tests := []struct {
+		name   string
+		pvc    PVC
+		medium v1alpha1.StorageMedium
+		want   bool
+	}{
+		{name: "smaller", pvc: PVC{Exists: true, Requested: resource.MustParse("2Gi")}, want: true},
+		{name: "equal", pvc: PVC{Exists: true, Requested: resource.MustParse("4Gi")}},
+		{name: "equal, other unit", pvc: PVC{Exists: true, Requested: resource.MustParse("4096Mi")}},
+		{name: "larger (never shrunk)", pvc: PVC{Exists: true, Requested: resource.MustParse("8Gi")}},
+		{name: "no PVC", pvc: PVC{}},
+		{name: "memory", pvc: PVC{Exists: true, Requested: resource.MustParse("1Gi")}, medium: memory},
+	}
+	for _, tt := range tests {
+		if got := expansionNeeded(tt.pvc, target, tt.medium); got != tt.want {
+			t.Errorf("%s: expansionNeeded = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if expansionNeeded(PVC{Exists: true}, v1alpha1.MemberTemplate{}, "") {
+		t.Errorf("no target size means nothing to grow to")
+	}
+}
+
+func TestClassifyVersion(t *testing.T) {
+	tests := []struct {
+		from, to string
+		want     VersionStep
+		allowed  bool
+	}{
+		{"3.5.17", "3.5.17", StepSame, true},
+		{"3.5.17", "3.5.18", StepPatch, true},
+		{"3.5.18", "3.5.2", StepPatch, true},
+		{"3.5.17", "3.6.0", StepMinorUp, true},
+		{"3.6.4", "3.7.0", StepMinorUp, true},
+		{"3.6.4", "3.5.17", StepDowngrade, false},
+		{"3.6.4", "2.9.9", StepDowngrade, false},
+		{"3.5.17", "3.7.0", StepSkippedMinor, false},
+		{"3.7.0", "4.0.0", StepSkippedMinor, false},
+		{"v3.6.0", "3.6.1", StepPatch, true},
+		{"3.6.0-rc.1", "3.6.0", StepSame, true},
+		{"3.6.0+build.7", "3.7.0", StepMinorUp, true},
+		{"3.6", "3.7.0", StepUnparseable, true},
+		{"3.6.x", "3.7.0", StepUnparseable, true},
+		{"3.6.4", "latest", StepUnparseable, true},
+		{"", "3.6.0", StepUnparseable, true},
+		{"3..0", "3.6.0", StepUnparseable, true},
+		{"-3.6.0", "3.6.0", StepUnparseable, true},
+	}
+	for _, tt := range tests {
+		got := ClassifyVersion(tt.from, tt.to)
+		if got != tt.want || got.Allowed() != tt.allowed {
+			t.Errorf("ClassifyVersion(%q, %q) = %s (allowed %v), want %s (allowed %v)",
+				tt.from, tt.to, got, got.Allowed(), tt.want, tt.allowed)
+		}
+	}
+}
+
+func TestChangeString(t *testing.T) {
+	for c, want := range map[Change]string{0: "none", ChangeRoll: "roll", ChangeMetadata | ChangeExpand: "metadata+expand"} {
+		if got := c.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", c, got, want)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// view joins the facts once: each member with its live etcd entry and endpoint, by peer URL.
+type view struct {
+	f        *Facts
+	lim      Limits
+	target   v1alpha1.MemberTemplate
+	members  []*memberView // by ordinal
+	orphans  []health.Member
+	leaderID uint64
+	// notes are findings that do not stop the plan but status should show.
+	rollBlocked  string
+	adoptRefused string
+}
+
+type memberView struct {
+	*Member
+	live   *health.Member
+	ep     *health.Endpoint
+	leader bool
+	change Change
+}
+
+func newView(f *Facts) *view {
+	v := &view{f: f, lim: f.Limits.withDefaults()}
+	if o := f.Cluster.Status.Observed; o != nil {
+		v.target = *o
+	} else {
+		v.target = f.specTemplate()
+	}
+	v.leaderID, _ = f.Etcd.Leader()
+	claimed := map[uint64]bool{}
+	for i := range f.Members {
+		m := &memberView{Member: &f.Members[i]}
+		if f.Etcd.MemberListKnown() {
+			if l, ok := f.Etcd.Match(m.Name, m.PeerURL); ok {
+				m.live = &l
+				claimed[l.ID] = true
+				m.leader = l.ID == v.leaderID && v.leaderID != 0
+			}
+		}
+		if ep, ok := f.Etcd.Endpoint(m.Name); ok {
+			m.ep = &ep
+		}
+		v.members = append(v.members, m)
+	}
+	for _, l := range f.Etcd.Members {
+		if !claimed[l.ID] {
+			v.orphans = append(v.orphans, l)
+		}
+	}
+	sort.Slice(v.members, func(i, j int) bool { return v.members[i].Ordinal < v.members[j].Ordinal })
+	v.setTarget(v.target)
+	return v
+}
+
+// setTarget (re)classifies every member against a target template.
+func (v *view) setTarget(t v1alpha1.MemberTemplate) {
+	v.target = t
+	for _, m := range v.members {
+		m.change = Compare(m.Template, t, v.f.medium())
+		if expansionNeeded(m.PVC, t, v.f.medium()) {
+			m.change |= ChangeExpand
+		}
+	}
+}
+
+func (m *memberView) inEtcd() bool  { return m.live != nil }
+func (m *memberView) voter() bool   { return m.live != nil && !m.live.IsLearner }
+func (m *memberView) learner() bool { return m.live != nil && m.live.IsLearner }
+
+func (m *memberView) id() uint64 {
+	if m.live != nil {
+		return m.live.ID
+	}
+	return 0
+}
+
+// healthy is etcd's view of the member; Pod readiness alone never counts.
+func (m *memberView) healthy() bool {
+	return m.ep != nil && m.ep.Reachable && m.ep.Healthy && len(m.ep.Errors) == 0
+}
+
+// caughtUp: the member's applied index reached the leader's (within the gate's tolerance). Unknown
+// when no leader answers, which counts as not caught up: nothing is proven.
+func (v *view) caughtUp(m *memberView) bool {
+	if m.ep == nil {
+		return false
+	}
+	leader, ok := v.f.Etcd.Leader()
+	if !ok {
+		return false
+	}
+	for _, e := range v.f.Etcd.Endpoints {
+		if e.Reachable && e.MemberID == leader {
+			return m.ep.AppliedIndex+v.lim.AppliedIndexTolerance >= e.AppliedIndex
+		}
+	}
+	return false
+}
+
+// inFlightPhase: a membership step of the operator is under way on this member.
+func (m *memberView) inFlightPhase() bool {
+	switch m.Phase {
+	case v1alpha1.MemberJoining, v1alpha1.MemberLearner, v1alpha1.MemberRemoving:
+		return true
+	}
+	return false
+}
+
+// available: a full voter serving right now.
+func (m *memberView) available() bool {
+	return m.voter() && m.healthy() && m.Pod.Exists && m.Pod.Ready && !m.Pod.Deleting &&
+		!m.Deleting && !m.inFlightPhase()
+}
+
+// crashLooping: restarting over and over for a reason a fresh member can fix. An OOM kill is not
+// one: a replacement gets the same memory limit and dies the same way; the user has to raise it.
+func (m *memberView) crashLooping(l Limits) bool {
+	return m.Pod.Exists && !m.Pod.Ready && m.Pod.RestartCount > l.CrashLoopRestarts &&
+		m.Pod.LastTerminationReason != "OOMKilled"
+}
+
+func (m *memberView) oomLooping(l Limits) bool {
+	return m.Pod.Exists && !m.Pod.Ready && m.Pod.RestartCount > l.CrashLoopRestarts &&
+		m.Pod.LastTerminationReason == "OOMKilled"
+}
+
+func (m *memberView) recordedID() string { return strconv.FormatUint(m.id(), 16) }
+
+func orphanName(id uint64) string { return fmt.Sprintf("unknown-member-%x", id) }
+
+// active are the members not being deleted, by ordinal.
+func (v *view) active() []*memberView {
+	var out []*memberView
+	for _, m := range v.members {
+		if !m.Deleting {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// kept reports whether a member survives the pending scale-down: the lowest spec.replicas ordinals
+// among active members stay (scale-in removes the highest; ordinals are never renumbered).
+func (v *view) kept(m *memberView) bool {
+	if m.Deleting {
+		return false
+	}
+	for i, a := range v.active() {
+		if a == m {
+			return i < v.f.replicas()
+		}
+	}
+	return false
+}
+
+func (v *view) member(name string) *memberView {
+	for _, m := range v.members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// DisruptionView is the cluster as disruption.Check sees it, built from the same facts the plan
+// used. The controller passes it, with Action.Disruption, to a disruption.Disrupter.
+func (f *Facts) DisruptionView() disruption.Cluster {
+	return newView(f).disruptionView()
+}
+
+func (v *view) disruptionView() disruption.Cluster {
+	c := disruption.Cluster{
+		Medium:          v.f.medium(),
+		AllowDowntime:   v.f.Cluster.Spec.UpdateStrategy.AllowDowntime,
+		Dormant:         v.f.replicas() == 0,
+		MemberListKnown: v.f.Etcd.MemberListKnown(),
+	}
+	for _, m := range v.members {
+		c.Members = append(c.Members, disruption.Member{
+			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
+			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.Ready, PodDeleting: m.Pod.Deleting,
+			InFlight: m.Deleting || m.inFlightPhase() || (m.inEtcd() && m.Phase == v1alpha1.MemberPending),
+		})
+	}
+	for _, o := range v.orphans {
+		// Nobody answers for an orphan's endpoint: it counts as disrupted until it is removed.
+		c.Members = append(c.Members, disruption.Member{
+			Name: orphanName(o.ID), ID: o.ID, Voter: !o.IsLearner, Learner: o.IsLearner,
+			Leader: o.ID == v.leaderID && v.leaderID != 0,
+		})
+	}
+	return c
+}
+
+// check runs disruption.Check for a request on this view.
+func (v *view) check(kind disruption.Kind, victim string) error {
+	return disruption.Check(v.disruptionView(), disruption.Request{Kind: kind, Victim: victim})
+}
+
+// expectedVoters are the members meant to be voters: every member not being deleted, whatever its
+// phase, so a member removed for replacement keeps the gate shut until its successor is a voter
+// again. Members a pending scale-down will remove are still expected until they go.
+func (v *view) expectedVoters() []health.Voter {
+	var out []health.Voter
+	for _, m := range v.active() {
+		out = append(out, health.Voter{Name: m.Name, PeerURL: m.PeerURL})
+	}
+	return out
+}
+
+// gate runs the recovery gate over the expected voters, skipping the named victims.
+func (v *view) gate(skip ...string) health.Result {
+	return health.Gate(v.f.Etcd, health.Expectation{
+		Voters: v.expectedVoters(), Skip: skip, Tolerance: v.lim.AppliedIndexTolerance,
+	})
+}
+
+// gateRunning runs the gate over the members that are voters now (Running); used before adding a
+// member, when the newcomer is not expected yet.
+func (v *view) gateRunning() health.Result {
+	var voters []health.Voter
+	for _, m := range v.members {
+		if !m.Deleting && m.Phase == v1alpha1.MemberRunning {
+			voters = append(voters, health.Voter{Name: m.Name, PeerURL: m.PeerURL})
+		}
+	}
+	return health.Gate(v.f.Etcd, health.Expectation{Voters: voters, Tolerance: v.lim.AppliedIndexTolerance})
+}
+
+// leadershipTarget picks who takes over from a leader about to be disrupted: a healthy voter that is
+// kept, preferring one already on the target template, then the lowest ordinal (the highest go first
+// on scale-in, so the lowest is least likely to be disrupted next).
+func (v *view) leadershipTarget(from *memberView) *memberView {
+	var best *memberView
+	score := func(m *memberView) int {
+		s := 0
+		if v.kept(m) {
+			s += 2
+		}
+		if !m.change.Has(ChangeRoll) {
+			s++
+		}
+		return s
+	}
+	for _, m := range v.members {
+		if m == from || !m.available() {
+			continue
+		}
+		if best == nil || score(m) > score(best) {
+			best = m
+		}
+	}
+	return best
+}
+
+// moveLeader hands leadership away from m before it is disrupted (invariant 2).
+func (v *view) moveLeader(m *memberView, why string) Action {
+	t := v.leadershipTarget(m)
+	if t == nil {
+		return wait(ReasonNoLeaderTarget, "%s leads and no other healthy voter can take over before %s", m.Name, why)
+	}
+	a := act(MoveLeader, m.Name, ReasonMovingLeader, "moving leadership from %s to %s before %s", m.Name, t.Name, why)
+	a.MemberID, a.Target, a.TargetID = m.id(), t.Name, t.id()
+	return a
+}
