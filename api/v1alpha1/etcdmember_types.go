@@ -99,7 +99,3 @@ type EtcdMemberList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []EtcdMember `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&EtcdMember{}, &EtcdMemberList{})
-}

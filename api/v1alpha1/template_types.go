@@ -95,7 +95,7 @@ const (
 )
 
 // StorageSpec is where members keep their data.
-// +kubebuilder:validation:XValidation:rule="(has(self.medium) ? self.medium : '') == (has(oldSelf.medium) ? oldSelf.medium : '')",message="spec.storage.medium is locked: moving data between a PVC and memory would need a new cluster; create one and migrate"
+// +kubebuilder:validation:XValidation:rule="(has(self.medium) && self.medium == 'Memory') == (has(oldSelf.medium) && oldSelf.medium == 'Memory')",message="spec.storage.medium is locked: moving data between a PVC and memory would need a new cluster; create one and migrate"
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is locked: existing PVCs cannot change class; create a new cluster to move"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.size) || (has(self.size) && quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0)",message="spec.storage.size may only grow: PVCs cannot shrink"
 // +kubebuilder:validation:XValidation:rule="!has(self.medium) || self.medium != 'Memory' || !has(self.storageClassName)",message="spec.storage.storageClassName applies to PVC storage only; remove it or the Memory medium"

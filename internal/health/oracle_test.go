@@ -9,22 +9,21 @@ import (
 // scenario is a random cluster state described by plain flags, from which both the facts and the
 // expected verdict are derived independently of Gate's code.
 type scenario struct {
-	n          int
-	listErr    bool
-	learner    bool
-	missing    int // index of an expected voter absent from the list, or -1
-	extra      bool
-	noLeader   bool
-	unreach    int // index of a voter whose endpoint does not answer, or -1
-	unhealthy  int
-	alarm      int
-	behind     int
-	readFail   int
-	skip       int // index of the skipped victim, or -1
-	behindBy   uint64
-	tolerance  uint64
-	leaderIdx  int
-	skipLeader bool
+	n         int
+	listErr   bool
+	learner   bool
+	missing   int // index of an expected voter absent from the list, or -1
+	extra     bool
+	noLeader  bool
+	unreach   int // index of a voter whose endpoint does not answer, or -1
+	unhealthy int
+	alarm     int
+	behind    int
+	readFail  int
+	skip      int // index of the skipped victim, or -1
+	behindBy  uint64
+	tolerance uint64
+	leaderIdx int
 }
 
 func randomScenario(r *rand.Rand) scenario {

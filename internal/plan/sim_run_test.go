@@ -55,14 +55,13 @@ func lastHook(hooks map[int]func(*world)) int {
 }
 
 // converge runs to Nothing and fails the test with the trace if it does not get there cleanly.
-func (w *world) converge(hooks map[int]func(*world)) Decision {
+func (w *world) converge(hooks map[int]func(*world)) {
 	w.t.Helper()
 	d := w.run(600, hooks)
 	if len(w.errs) > 0 || d.Action.Kind != Nothing {
 		w.t.Fatalf("did not converge cleanly; last: %s %s\nviolations:\n  %s\ntrace (tail):\n%s",
 			d.Action, d.Action.Message, strings.Join(w.errs, "\n  "), w.tail(40))
 	}
-	return d
 }
 
 // tail returns the last n distinct lines of the trace (repeated waits collapsed).

@@ -165,15 +165,6 @@ func (v *view) kept(m *memberView) bool {
 	return false
 }
 
-func (v *view) member(name string) *memberView {
-	for _, m := range v.members {
-		if m.Name == name {
-			return m
-		}
-	}
-	return nil
-}
-
 // DisruptionView is the cluster as disruption.Check sees it, built from the same facts the plan
 // used. The controller passes it, with Action.Disruption, to a disruption.Disrupter.
 func (f *Facts) DisruptionView() disruption.Cluster {
