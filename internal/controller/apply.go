@@ -119,12 +119,10 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	return fmt.Errorf("action %s has no implementation", a.Kind)
 }
 
-// targetFromSpec is the member template of the spec. retentionPolicy is dropped: it touches no
-// running member, so a change to it must not make members outdated.
+// targetFromSpec is the member template of the spec, as the planner adopts it. (Members are not
+// outdated by retentionPolicy: plan.Compare ignores it.)
 func targetFromSpec(ec *stewardv1.EtcdCluster) *stewardv1.MemberTemplate {
-	t := ec.Spec.MemberTemplate.DeepCopy()
-	t.Storage.RetentionPolicy = ""
-	return t
+	return ec.Spec.MemberTemplate.DeepCopy()
 }
 
 func (r *EtcdClusterReconciler) createMember(ctx context.Context, ec *stewardv1.EtcdCluster, name string, ordinal int32) error {
