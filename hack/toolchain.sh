@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Builds the project's test toolchain from source, from the Go module proxy only:
+# controller-gen, golangci-lint, Kubernetes (kube-apiserver ... kubectl), etcd 3.5/3.6/3.7,
+# and an envtest asset directory. Output goes to the git-ignored _out/ at the repo root,
+# keyed by version: a binary that already exists is not rebuilt.
+#
+# The versions live in the go.mod files under hack/tools, hack/kube and hack/etcd/v3.X;
+# change them there (then `go mod tidy` in that module) and this script follows.
+#
+# Usage: hack/toolchain.sh <command>
+#   tools                    controller-gen + golangci-lint
+#   kube-test                kube-apiserver + kubectl (what envtest and unit tests need)
+#   kube                     all six Kubernetes binaries (one shared `go build`)
+#   etcd [3.5|3.6|3.7|all]   etcd + etcdctl for one or all versions (default: all)
+#   envtest                  kube-test + etcd 3.6 + the _out/envtest symlinks
+#                            (KUBEBUILDER_ASSETS=$PWD/_out/envtest)
+#   all                      everything above
+#   versions                 KEY=VALUE lines: versions and paths (eval-safe)
+#   path <name>              absolute path of one binary: controller-gen, golangci-lint,
+#                            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+#                            kube-proxy, kubectl, etcd, etcdctl (= 3.6), etcd-3.X, etcdctl-3.X;
+#                            exits 1 (path still printed) when it has not been built yet
+#
+# Build logs go to stderr; stdout carries only the output of `versions` and `path`.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+
+# modver GOMOD MODULE: the version MODULE is required at in GOMOD (not replace lines).
+modver() {
+  local v
+  v=$(awk -v m="$2" '
+    $1 == "require" && $2 == m && $3 ~ /^v/ { print $3; exit }
+    $1 == m && $2 ~ /^v/ { print $2; exit }' "$1")
+  [[ -n $v ]] || { echo "toolchain: $2 not required in $1" >&2; exit 1; }
+  echo "$v"
+}
+
+# ---- versions (single source of truth: the go.mod files) ----------------------------
+TOOLS_MOD=$ROOT/hack/tools
+KUBE_MOD=$ROOT/hack/kube
+ETCD_MOD=$ROOT/hack/etcd          # + /v3.5, /v3.6, /v3.7
+
+CONTROLLER_GEN_VERSION=$(modver "$TOOLS_MOD/go.mod" sigs.k8s.io/controller-tools)
+GOLANGCI_LINT_VERSION=$(modver "$TOOLS_MOD/go.mod" github.com/golangci/golangci-lint/v2)
+KUBE_VERSION=$(modver "$KUBE_MOD/go.mod" k8s.io/kubernetes)
+ETCD_35_VERSION=$(modver "$ETCD_MOD/v3.5/go.mod" go.etcd.io/etcd/server/v3)
+ETCD_36_VERSION=$(modver "$ETCD_MOD/v3.6/go.mod" go.etcd.io/etcd/server/v3)
+ETCD_37_VERSION=$(modver "$ETCD_MOD/v3.7/go.mod" go.etcd.io/etcd/server/v3)
+ENVTEST_ETCD=3.6                  # the etcd minor that _out/envtest links to
+
+KUBE_ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+KUBE_TEST=(kube-apiserver kubectl)
+
+# ---- output layout ----------------------------------------------------------------------
+OUT_DIR=$ROOT/_out
+BIN_DIR=$OUT_DIR/bin
+TOOLS_BIN_DIR=$BIN_DIR/tools
+CONTROLLER_GEN=$TOOLS_BIN_DIR/controller-gen-$CONTROLLER_GEN_VERSION
+GOLANGCI_LINT=$TOOLS_BIN_DIR/golangci-lint-$GOLANGCI_LINT_VERSION
+KUBE_BIN_DIR=$BIN_DIR/kube/$KUBE_VERSION
+ETCD_35_BIN_DIR=$BIN_DIR/etcd/$ETCD_35_VERSION
+ETCD_36_BIN_DIR=$BIN_DIR/etcd/$ETCD_36_VERSION
+ETCD_37_BIN_DIR=$BIN_DIR/etcd/$ETCD_37_VERSION
+ENVTEST_ASSETS=$OUT_DIR/envtest
+
+# Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
+# stamping (the hack modules are not the binaries' own repositories).
+export CGO_ENABLED=0 GOWORK=off GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+GO=${GO:-go}
+
+log() { echo "toolchain: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+etcd_version() { # 3.5|3.6|3.7 -> vX.Y.Z
+  case $1 in
+    3.5) echo "$ETCD_35_VERSION" ;; 3.6) echo "$ETCD_36_VERSION" ;; 3.7) echo "$ETCD_37_VERSION" ;;
+    *) die "unknown etcd minor '$1' (want 3.5, 3.6 or 3.7)" ;;
+  esac
+}
+etcd_bin_dir() { # 3.5|3.6|3.7 -> its bin dir
+  case $1 in
+    3.5) echo "$ETCD_35_BIN_DIR" ;; 3.6) echo "$ETCD_36_BIN_DIR" ;; 3.7) echo "$ETCD_37_BIN_DIR" ;;
+    *) die "unknown etcd minor '$1' (want 3.5, 3.6 or 3.7)" ;;
+  esac
+}
+
+TMP_DIRS=()
+cleanup() { local d; for d in "${TMP_DIRS[@]+"${TMP_DIRS[@]}"}"; do rm -rf "$d"; done; }
+trap cleanup EXIT
+
+# gobuild LABEL MODDIR DESTDIR LDFLAGS NAME=PKG...: builds all packages in ONE `go build`
+# into a temporary directory next to DESTDIR, then moves each binary into place as NAME
+# (so an interrupted build never leaves a half-written binary behind).
+gobuild() {
+  local label=$1 moddir=$2 dest=$3 ldflags=$4; shift 4
+  local pkgs=() names=() spec tmp start secs i
+  for spec in "$@"; do names+=("${spec%%=*}"); pkgs+=("${spec#*=}"); done
+  mkdir -p "$dest"
+  tmp=$(mktemp -d "$dest/.build.XXXXXX"); TMP_DIRS+=("$tmp")
+  log "building $label: ${names[*]} ..."
+  start=$(date +%s)
+  (cd "$moddir" && "$GO" build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/" "${pkgs[@]}")
+  secs=$(( $(date +%s) - start ))
+  for i in "${!names[@]}"; do
+    mv -f "$tmp/$(basename "${pkgs[$i]}")" "$dest/${names[$i]}"
+  done
+  rm -rf "$tmp"
+  log "built $label in ${secs}s -> ${dest#"$ROOT"/}"
+}
+
+# link TARGET LINKNAME: relative symlink, so _out/ survives moving the checkout.
+link() {
+  local target=$1 name=$2 rel
+  mkdir -p "$(dirname "$name")"
+  rel=$(realpath -m --relative-to="$(dirname "$name")" "$target")
+  ln -sfn "$rel" "$name"
+}
+
+# ---- parts ------------------------------------------------------------------------------
+build_tools() {
+  if [[ -x $CONTROLLER_GEN ]]; then
+    log "controller-gen $CONTROLLER_GEN_VERSION up to date"
+  else
+    gobuild "controller-gen $CONTROLLER_GEN_VERSION" "$TOOLS_MOD" "$TOOLS_BIN_DIR" \
+      "-X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_GEN_VERSION" \
+      "$(basename "$CONTROLLER_GEN")=sigs.k8s.io/controller-tools/cmd/controller-gen"
+  fi
+  if [[ -x $GOLANGCI_LINT ]]; then
+    log "golangci-lint $GOLANGCI_LINT_VERSION up to date"
+  else
+    # main.date must be non-empty or golangci-lint ignores main.version.
+    gobuild "golangci-lint $GOLANGCI_LINT_VERSION" "$TOOLS_MOD" "$TOOLS_BIN_DIR" \
+      "-X main.version=${GOLANGCI_LINT_VERSION#v} -X main.commit=module-proxy -X main.date=$(build_date)" \
+      "$(basename "$GOLANGCI_LINT")=github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
+  fi
+  link "$CONTROLLER_GEN" "$BIN_DIR/controller-gen"
+  link "$GOLANGCI_LINT" "$BIN_DIR/golangci-lint"
+}
+
+build_date() { date -u ${SOURCE_DATE_EPOCH:+--date=@$SOURCE_DATE_EPOCH} +%Y-%m-%dT%H:%M:%SZ; }
+
+kube_ldflags() {
+  local v=${KUBE_VERSION#v} major minor pkg flags=""
+  major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit= -X $pkg.buildDate=$(build_date)"
+  done
+  echo "$flags"
+}
+
+# build_kube NAME...: builds the missing ones among NAME... in one shared `go build`.
+build_kube() {
+  local name missing=()
+  for name in "$@"; do
+    [[ -x $KUBE_BIN_DIR/$name ]] || missing+=("$name=./cmd/$name")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "kubernetes $KUBE_VERSION ($*) up to date"
+    return
+  fi
+  gobuild "kubernetes $KUBE_VERSION" "$KUBE_MOD" "$KUBE_BIN_DIR" "$(kube_ldflags)" "${missing[@]}"
+}
+
+# build_etcd MINOR: etcd + etcdctl of hack/etcd/vMINOR.
+build_etcd() {
+  local minor=$1 ver dir name missing=()
+  ver=$(etcd_version "$minor"); dir=$(etcd_bin_dir "$minor")
+  for name in etcd etcdctl; do
+    [[ -x $dir/$name ]] || missing+=("$name=./cmd/$name")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "etcd $ver up to date"
+    return
+  fi
+  gobuild "etcd $ver" "$ETCD_MOD/v$minor" "$dir" "" "${missing[@]}"
+}
+
+build_envtest() {
+  build_kube "${KUBE_TEST[@]}"
+  build_etcd "$ENVTEST_ETCD"
+  local name dir
+  dir=$(etcd_bin_dir "$ENVTEST_ETCD")
+  for name in "${KUBE_TEST[@]}"; do link "$KUBE_BIN_DIR/$name" "$ENVTEST_ASSETS/$name"; done
+  for name in etcd etcdctl; do link "$dir/$name" "$ENVTEST_ASSETS/$name"; done
+  log "envtest assets ready: KUBEBUILDER_ASSETS=$ENVTEST_ASSETS"
+}
+
+print_versions() {
+  local k
+  for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION \
+    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION OUT_DIR BIN_DIR TOOLS_BIN_DIR \
+    CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
+    ETCD_37_BIN_DIR ENVTEST_ASSETS; do
+    printf '%s=%q\n' "$k" "${!k}"
+  done
+}
+
+print_path() {
+  local name=${1:-} p
+  case $name in
+    controller-gen) p=$CONTROLLER_GEN ;;
+    golangci-lint) p=$GOLANGCI_LINT ;;
+    kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl)
+      p=$KUBE_BIN_DIR/$name ;;
+    etcd | etcdctl) p=$(etcd_bin_dir "$ENVTEST_ETCD")/$name ;;
+    etcd-3.[0-9] | etcdctl-3.[0-9]) p=$(etcd_bin_dir "${name#*-}")/${name%-*} ;;
+    envtest) p=$ENVTEST_ASSETS ;;
+    *) die "path: unknown binary '$name'" ;;
+  esac
+  echo "$p"
+  [[ -e $p ]] || { log "$name is not built yet (see hack/toolchain.sh -h)"; return 1; }
+}
+
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
+
+# Serialise concurrent builders (several scripts and engineers share _out/).
+lock() {
+  mkdir -p "$OUT_DIR"
+  if command -v flock >/dev/null; then
+    exec 9>"$OUT_DIR/.toolchain.lock"
+    flock 9
+  fi
+}
+
+cmd=${1:-}
+case $cmd in
+  tools) lock; build_tools ;;
+  kube-test) lock; build_kube "${KUBE_TEST[@]}" ;;
+  kube) lock; build_kube "${KUBE_ALL[@]}" ;;
+  etcd)
+    lock
+    case ${2:-all} in
+      all) for m in 3.5 3.6 3.7; do build_etcd "$m"; done ;;
+      *) build_etcd "$2" ;;
+    esac ;;
+  envtest) lock; build_envtest ;;
+  all)
+    lock
+    start=$(date +%s)
+    build_tools
+    build_kube "${KUBE_ALL[@]}"
+    for m in 3.5 3.6 3.7; do build_etcd "$m"; done
+    build_envtest
+    log "all done in $(( $(date +%s) - start ))s"
+    ;;
+  versions) print_versions ;;
+  path) print_path "${2:-}" ;;
+  -h | --help | help) usage ;;
+  *) usage >&2; exit 2 ;;
+esac
