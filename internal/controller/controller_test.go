@@ -161,7 +161,7 @@ func TestBootstrapCreatesOnlyTheSeed(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (%v)", err)
+		return fmt.Errorf("still there (%w)", err)
 	})
 }
 
@@ -188,7 +188,7 @@ func TestDeletionFollowsRetentionPolicy(t *testing.T) {
 				if apierrors.IsNotFound(err) {
 					return nil
 				}
-				return fmt.Errorf("still there (%v)", err)
+				return fmt.Errorf("still there (%w)", err)
 			})
 			// envtest runs no garbage collector, so members stay; their finalizer must be released.
 			eventually(t, "member finalizer released", func() error {
