@@ -8,7 +8,7 @@ ENVTEST_ASSETS := $(CURDIR)/_out/envtest
 CONTROLLER_GEN = $(CURDIR)/_out/bin/controller-gen
 GOLANGCI_LINT = $(CURDIR)/_out/bin/golangci-lint
 # Packages of the main module; test/e2e needs a running cluster and has its own target.
-UNIT_PKGS = $$(go list ./... | grep -v /test/e2e)
+UNIT_PKGS = $$(go list ./... | grep -v '/test/e2e$$')
 
 .DEFAULT_GOAL := help
 

@@ -87,6 +87,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.writeStatus(ctx, base, &ec); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
+	if err := r.syncMemberStatus(ctx, o, d); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
 	switch {
 	case errors.Is(applyErr, errRetry), errors.Is(applyErr, etcd.ErrClusterNotSettled):
 		logger.V(1).Info("not yet", "message", a.Message)

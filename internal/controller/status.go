@@ -45,6 +45,24 @@ func wasDeadlineExceeded(ec *stewardv1.EtcdCluster) bool {
 	return c != nil && c.Reason == "ProgressDeadlineExceeded"
 }
 
+// syncMemberStatus mirrors each member's role, health and version onto its EtcdMember, so
+// `kubectl get etcdmembers` tells the same story as the cluster's status. Only changed members are
+// written.
+func (r *EtcdClusterReconciler) syncMemberStatus(ctx context.Context, o *observed, d plan.Decision) error {
+	for _, ms := range d.Members {
+		m := o.members[ms.Name]
+		if m == nil || (m.Status.Role == ms.Role && m.Status.Ready == ms.Ready && m.Status.Version == ms.Version) {
+			continue
+		}
+		base := m.DeepCopy()
+		m.Status.Role, m.Status.Ready, m.Status.Version = ms.Role, ms.Ready, ms.Version
+		if err := r.Client.Status().Patch(ctx, m, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeStatus patches status only when it changed: an idle cluster costs no writes.
 func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
 	if equality.Semantic.DeepEqual(base.Status, ec.Status) {
