@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# End-to-end tests (`make e2e`): builds what is missing, starts the local cluster unless
+# one is running, installs Steward from config/default, then runs the Go tests in
+# test/e2e (build tag e2e). A cluster this script started is stopped at the end unless
+# KEEP_CLUSTER=1; a cluster that was already running is left as it was.
+#
+# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 40m), KEEP_CLUSTER=1,
+#      E2E_ARGS (extra go test arguments). Failure dumps go to _out/e2e/.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
+need_root
+
+started=0
+finish() {
+  local rc=$?
+  if ((started)) && [[ ${KEEP_CLUSTER:-0} != 1 ]]; then
+    "$ROOT/hack/localkube/down.sh" || rc=1
+  elif ((started)); then
+    log "KEEP_CLUSTER=1: the cluster stays up (export KUBECONFIG=$KUBECONFIG_ADMIN)"
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+
+"$ROOT/hack/localkube/build.sh"
+if cluster_running; then
+  log "reusing the running local cluster"
+else
+  started=1
+  "$ROOT/hack/localkube/up.sh"
+fi
+"$ROOT/hack/localkube/install-operator.sh"
+
+mkdir -p "$OUT/e2e"
+export KUBECONFIG=$KUBECONFIG_ADMIN
+export PATH=$(dirname "$(kube_bin kubectl)"):$PATH
+export STEWARD_E2E_ETCD_VERSIONS="${STEWARD_E2E_ETCD_VERSIONS:-$(etcd_versions)}"
+export STEWARD_E2E_ETCD_IMAGE_REPOSITORY=$ETCD_IMAGE_REPO
+export STEWARD_E2E_OPERATOR_NAMESPACE=${OPERATOR_NS:-steward-system}
+export STEWARD_E2E_OPERATOR_DEPLOYMENT=${OPERATOR_DEPLOYMENT:-steward-controller-manager}
+export STEWARD_E2E_ARTIFACTS=$OUT/e2e
+
+cd "$ROOT"
+log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
+# shellcheck disable=SC2086 # E2E_ARGS is a list of words
+go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-40m}" \
+  ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-}

@@ -1,0 +1,29 @@
+# Local single-node Kubernetes (built from source, run as host processes, root only),
+# the README sandbox and the end-to-end tests. Included by the root Makefile.
+# State: _out/localkube/ (admin kubeconfig: _out/localkube/kubeconfig).
+
+LOCALKUBE := hack/localkube
+
+.PHONY: localkube-build cluster-up cluster-down cluster-status load-images sandbox e2e
+
+localkube-build: ## Build Kubernetes, etcd, CoreDNS, provisioner, operator and images (cached).
+	$(LOCALKUBE)/build.sh
+
+cluster-up: localkube-build ## Start the local cluster (returns when Ready; refuses to start twice).
+	$(LOCALKUBE)/up.sh
+
+cluster-down: ## Stop the local cluster and remove all its state from the host.
+	$(LOCALKUBE)/down.sh
+
+cluster-status: ## Show the local cluster's processes and node.
+	$(LOCALKUBE)/status.sh
+
+load-images: ## Rebuild the operator image and import all images into the running cluster.
+	$(LOCALKUBE)/build.sh operator images
+	$(LOCALKUBE)/load-images.sh
+
+sandbox: ## Cluster + Steward installed from config/ + the sample EtcdCluster.
+	hack/sandbox.sh
+
+e2e: ## End-to-end tests against the local cluster (KEEP_CLUSTER=1 keeps it up).
+	hack/e2e.sh

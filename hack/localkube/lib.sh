@@ -1,0 +1,124 @@
+# shellcheck shell=bash
+# Shared settings of the local single-node cluster (sourced by the other scripts).
+# The measured recipe behind these choices: ../shared/localkube.md in the workspace.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+OUT=$ROOT/_out
+LK=${LOCALKUBE_DIR:-$OUT/localkube}     # ALL runtime state; removed by cluster-down
+LK_LOGS_LAST=$OUT/localkube-last-logs   # logs of the last stopped cluster, for post-mortems
+LK_BIN=$OUT/bin/localkube               # coredns, provisioner, pause, images tool
+IMAGES_DIR=$OUT/images                  # image archives imported at start
+KUBECONFIG_ADMIN=$LK/kubeconfig
+
+# Addresses: 198.18.0.0/15 is reserved for benchmarking and never routed, so it cannot
+# collide with a real network. Pods get 198.18/16 on our bridge; Services 198.19.0/17;
+# the node and DNS addresses sit on lo as /32s (no `dummy` link type in this kernel),
+# outside the Service range so the apiserver can never hand them out as ClusterIPs.
+POD_CIDR=198.18.0.0/16
+BRIDGE=lkbr0
+BRIDGE_IP=198.18.0.1
+SERVICE_CIDR=198.19.0.0/17
+KUBERNETES_SVC_IP=198.19.0.1
+NODE_IP=198.19.128.1
+DNS_IP=198.19.128.10
+NODE_NAME=localkube
+CLUSTER_DOMAIN=cluster.local
+APISERVER_PORT=6443
+ETCD_CLIENT_PORT=12379                  # control-plane etcd, loopback only; off the usual
+ETCD_PEER_PORT=12380                    # 2379/2380 so a developer's own etcd is left alone
+APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
+
+PAUSE_IMAGE=registry.k8s.io/pause:3.10
+OPERATOR_IMAGE=ghcr.io/etcd-steward/steward:dev
+ETCD_IMAGE_REPO=gcr.io/etcd-development/etcd
+CNI_BIN_DIR=/usr/lib/cni                # Debian's containernetworking-plugins
+
+CONTAINERD_SOCK=$LK/containerd/containerd.sock
+RUNC_ROOT=$LK/runc
+PIDS=$LK/pids
+
+log() { printf '%s localkube: %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+need_root() { [[ $(id -u) == 0 ]] || die "must run as root (it starts kubelet, containerd, iptables)"; }
+
+# toolchain KEY: one value of `hack/toolchain.sh versions`.
+toolchain_var() {
+  local line
+  line=$("$ROOT/hack/toolchain.sh" versions | grep "^$1=") || die "toolchain.sh has no $1"
+  eval "echo ${line#*=}"
+}
+
+# Kubernetes and etcd binaries come from the foundation's toolchain script.
+kube_bin() { "$ROOT/hack/toolchain.sh" path "$1"; }
+
+# etcd_versions: the built etcd versions, e.g. "v3.5.35 v3.6.16 v3.7.3".
+etcd_versions() {
+  local k
+  for k in ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION; do toolchain_var "$k"; done | xargs
+}
+
+# ---- processes -------------------------------------------------------------------------
+# Every process we start is recorded as $PIDS/<name> holding "PID EXE"; stop_proc checks
+# that the PID still runs that executable before signalling it (PIDs get reused).
+
+# start NAME LOGNAME CMD...: run CMD in its own session (so a Ctrl-C in the calling
+# terminal does not take the cluster down with it), stdout+stderr to $LK/logs/LOGNAME.log.
+start_proc() {
+  local name=$1; shift
+  mkdir -p "$PIDS" "$LK/logs"
+  local exe
+  exe=$(readlink -f "$(command -v "$1")") || die "$1: not found"
+  setsid "$@" >>"$LK/logs/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid $exe" >"$PIDS/$name"
+  log "started $name (pid $pid)"
+}
+
+# alive NAME: the recorded process is still running its recorded executable.
+alive() {
+  local f=$PIDS/$1 pid exe
+  [[ -f $f ]] || return 1
+  read -r pid exe <"$f"
+  [[ -n $pid && -d /proc/$pid ]] || return 1
+  [[ $(readlink -f "/proc/$pid/exe" 2>/dev/null) == "$exe" ]]
+}
+
+# stop_proc NAME [GRACE_SECONDS]: SIGTERM, wait, then SIGKILL; forget the PID.
+stop_proc() {
+  local name=$1 grace=${2:-10} pid exe i
+  if alive "$name"; then
+    read -r pid exe <"$PIDS/$name"
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < grace * 10; i++)); do
+      alive "$name" || break
+      sleep 0.1
+    done
+    if alive "$name"; then
+      log "$name (pid $pid) ignored SIGTERM; killing"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.2
+    fi
+    log "stopped $name"
+  fi
+  rm -f "$PIDS/$name"
+}
+
+# wait_for DESC TIMEOUT_SECONDS CMD...: poll CMD every 0.25 s until it succeeds.
+wait_for() {
+  local desc=$1 timeout=$2 deadline; shift 2
+  deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || { log "timed out after ${timeout}s waiting for $desc"; return 1; }
+    sleep 0.25
+  done
+}
+
+ctr_() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+
+# image_digest REF: the manifest digest containerd holds for REF (empty when absent).
+image_digest() { ctr_ images ls "name==$1" 2>/dev/null | awk 'NR == 2 {print $3}'; }
+
+kctl() { "$(kube_bin kubectl)" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+cluster_running() { alive kube-apiserver && alive kubelet; }

@@ -1,0 +1,120 @@
+// Command provisioner is the local cluster's dynamic PV provisioner: one
+// directory per PersistentVolume under -base-dir, exposed as a hostPath PV
+// pinned to the node that asked for it, removed when the PV is released.
+//
+// Why our own: the cluster runs as host processes (no in-cluster manifests to
+// pull), and a host process writing under the cluster's state directory means
+// `cluster-down` removes every volume with everything else.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
+)
+
+type hostPathProvisioner struct {
+	baseDir string
+	// nodeName pins volumes when the claim was not scheduled first
+	// (volumeBindingMode Immediate).
+	nodeName string
+}
+
+func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
+	if opts.PVC.Spec.Selector != nil {
+		return nil, controller.ProvisioningFinished, errors.New("claim selectors are not supported")
+	}
+	dir := filepath.Join(p.baseDir, opts.PVC.Namespace+"_"+opts.PVC.Name+"_"+opts.PVName)
+	// 0o777: the Pod may run as any UID (etcd images often run non-root).
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, controller.ProvisioningFinished, err
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return nil, controller.ProvisioningFinished, err
+	}
+	node := opts.SelectedNodeName
+	if node == "" {
+		node = p.nodeName
+	}
+	hostPathType := v1.HostPathDirectory
+	reclaim := v1.PersistentVolumeReclaimDelete
+	if opts.StorageClass.ReclaimPolicy != nil {
+		reclaim = *opts.StorageClass.ReclaimPolicy
+	}
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: opts.PVName},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeReclaimPolicy: reclaim,
+			AccessModes:                   opts.PVC.Spec.AccessModes,
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: opts.PVC.Spec.Resources.Requests[v1.ResourceStorage]},
+			MountOptions:                  opts.StorageClass.MountOptions,
+			PersistentVolumeSource: v1.PersistentVolumeSource{
+				HostPath: &v1.HostPathVolumeSource{Path: dir, Type: &hostPathType},
+			},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
+				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+					Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{node},
+				}}}},
+			}},
+		},
+	}
+	return pv, controller.ProvisioningFinished, nil
+}
+
+func (p *hostPathProvisioner) Delete(_ context.Context, pv *v1.PersistentVolume) error {
+	if pv.Spec.HostPath == nil {
+		return &controller.IgnoredError{Reason: "not a hostPath volume"}
+	}
+	dir := filepath.Clean(pv.Spec.HostPath.Path)
+	// Never remove anything outside our own base directory, whatever the PV says.
+	if !strings.HasPrefix(dir, filepath.Clean(p.baseDir)+string(filepath.Separator)) {
+		return &controller.IgnoredError{Reason: fmt.Sprintf("%s is outside %s", dir, p.baseDir)}
+	}
+	return os.RemoveAll(dir)
+}
+
+func main() {
+	klog.InitFlags(nil)
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
+	name := flag.String("provisioner-name", "localkube.steward.dev/hostpath", "provisioner name StorageClasses refer to")
+	baseDir := flag.String("base-dir", "", "directory under which volumes are created")
+	nodeName := flag.String("node-name", "", "node that volumes are pinned to when the claim names none")
+	flag.Parse()
+	if *baseDir == "" || *nodeName == "" {
+		klog.Exit("-base-dir and -node-name are required")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		klog.Exit(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		klog.Exit(err)
+	}
+	if err := os.MkdirAll(*baseDir, 0o755); err != nil {
+		klog.Exit(err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	pc := controller.NewProvisionController(ctx, client, *name,
+		&hostPathProvisioner{baseDir: *baseDir, nodeName: *nodeName},
+		// A single instance: leader election would only add a start delay.
+		controller.LeaderElection(false),
+		controller.MetricsPort(0),
+	)
+	klog.Infof("provisioning %s under %s", *name, *baseDir)
+	pc.Run(ctx)
+}

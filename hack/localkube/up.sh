@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Starts the local single-node Kubernetes from the binaries build.sh made, all state in
+# _out/localkube/. Returns once the node is Ready, DNS answers, the default StorageClass
+# and the `default` ServiceAccount exist. Refuses to start twice; stop with down.sh.
+#
+# Order: control-plane etcd + containerd -> kube-apiserver -> image import -> (apiserver
+# ready) controller-manager, scheduler, kubelet, kube-proxy, CoreDNS, provisioner -> waits.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$ROOT/hack/localkube/pki.sh"
+source "$ROOT/hack/localkube/config.sh"
+
+need_root
+START=$SECONDS
+
+preflight() {
+  local n b
+  if [[ -d $PIDS ]]; then
+    for n in "$PIDS"/*; do
+      if [[ -e $n ]] && alive "$(basename "$n")"; then
+        die "the cluster is already running (KUBECONFIG=$KUBECONFIG_ADMIN); 'make cluster-down' first"
+      fi
+    done
+  fi
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+    kube_bin "$b" >/dev/null || die "$b is not built: run hack/localkube/build.sh"
+  done
+  for b in coredns provisioner; do
+    [[ -x $LK_BIN/$b ]] || die "$LK_BIN/$b is not built: run hack/localkube/build.sh"
+  done
+  [[ -f $IMAGES_DIR/pause.tar ]] || die "no image archives in $IMAGES_DIR: run hack/localkube/build.sh"
+  for b in containerd runc iptables; do
+    command -v "$b" >/dev/null || die "$b is not installed: run hack/localkube/build.sh packages"
+  done
+  # A cluster of another checkout (same addresses) or anything else on our ports.
+  if [[ -n $(ss -ltnH "( sport = :$APISERVER_PORT or sport = :$ETCD_CLIENT_PORT or sport = :10250 )") ]]; then
+    die "ports $APISERVER_PORT/$ETCD_CLIENT_PORT/10250 are in use (another local cluster?)"
+  fi
+  # Remains of a cluster whose processes were killed (a stopped session, a reboot without
+  # cluster-down): clean them rather than make the user do it.
+  if [[ -e $LK ]]; then
+    log "cleaning up the remains of a cluster that is no longer running"
+    "$ROOT/hack/localkube/down.sh"
+  fi
+  # The same from another checkout: its state directory is unknown, the host-wide parts
+  # (bridge, addresses, iptables chains) are not.
+  if ip link show "$BRIDGE" >/dev/null 2>&1 || [[ $(ip -4 addr show dev lo) == *" $NODE_IP/32 "* ]]; then
+    log "cleaning up host network state left by another local cluster"
+    LOCALKUBE_DIR=$OUT/.no-such-localkube "$ROOT/hack/localkube/down.sh"
+  fi
+}
+
+# Host networking: sysctls (old values saved for down.sh), the node and DNS addresses
+# on lo, and the Pod bridge created up front so the host routes to Pods from the start.
+setup_host() {
+  mkdir -p "$LK"
+  local k
+  : >"$LK/sysctl.orig"
+  modprobe br_netfilter 2>/dev/null || true
+  for k in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do
+    echo "$k=$(sysctl -n "$k")" >>"$LK/sysctl.orig"
+    sysctl -qw "$k=1"
+  done
+  ip addr add "$NODE_IP/32" dev lo
+  ip addr add "$DNS_IP/32" dev lo
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$BRIDGE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  # Services too, via the bridge, whatever the host's default route is.
+  ip route add "$SERVICE_CIDR" dev "$BRIDGE" src "$NODE_IP"
+  [[ -d /var/log/containers ]] || touch "$LK/created-var-log-containers"
+  [[ -d /run/containerd ]] || touch "$LK/created-run-containerd"
+  [[ -d /var/lib/cni ]] || touch "$LK/created-var-lib-cni"
+}
+
+start_etcd() {
+  start_proc etcd "$(kube_bin etcd)" --name localkube --data-dir "$LK/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "localkube=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes 4294967296 \
+    --log-level warn
+}
+
+start_containerd() {
+  start_proc containerd containerd --config "$LK/containerd/config.toml" --log-level warn
+}
+
+start_apiserver() {
+  start_proc kube-apiserver "$(kube_bin kube-apiserver)" \
+    --etcd-servers "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --bind-address 0.0.0.0 --secure-port "$APISERVER_PORT" --advertise-address "$NODE_IP" \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --client-ca-file "$PKI/ca.crt" \
+    --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+    --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --service-account-issuer "https://kubernetes.default.svc.$CLUSTER_DOMAIN" \
+    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --allow-privileged=true --profiling=false --v=1
+}
+
+apiserver_ready() { kctl get --raw /readyz >/dev/null; }
+
+start_nodes_and_addons() {
+  start_proc kube-controller-manager "$(kube_bin kube-controller-manager)" \
+    --kubeconfig "$LK/kubeconfigs/controller-manager" \
+    --authentication-kubeconfig "$LK/kubeconfigs/controller-manager" \
+    --authorization-kubeconfig "$LK/kubeconfigs/controller-manager" \
+    --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
+    --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" --allocate-node-cidrs=false --profiling=false --v=1
+  start_proc kube-scheduler "$(kube_bin kube-scheduler)" \
+    --kubeconfig "$LK/kubeconfigs/scheduler" \
+    --authentication-kubeconfig "$LK/kubeconfigs/scheduler" \
+    --authorization-kubeconfig "$LK/kubeconfigs/scheduler" \
+    --bind-address 127.0.0.1 --leader-elect=false --profiling=false --v=1
+  start_proc kubelet "$(kube_bin kubelet)" --config "$LK/kubelet/config.yaml" \
+    --kubeconfig "$LK/kubeconfigs/kubelet" --root-dir "$LK/kubelet/root" \
+    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v=1
+  start_proc kube-proxy "$(kube_bin kube-proxy)" --config "$LK/kube-proxy.yaml" --v=1
+  start_proc coredns "$LK_BIN/coredns" -conf "$LK/Corefile"
+  start_proc provisioner "$LK_BIN/provisioner" -kubeconfig "$LK/kubeconfigs/addons" \
+    -base-dir "$LK/pv" -node-name "$NODE_NAME"
+}
+
+node_ready() {
+  [[ $(kctl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+dns_answers() {
+  curl -fsS "http://$DNS_IP:8181/ready" >/dev/null &&
+    [[ $(busybox nslookup "kubernetes.default.svc.$CLUSTER_DOMAIN" "$DNS_IP") == *"$KUBERNETES_SVC_IP"* ]]
+}
+
+main() {
+  preflight
+  STARTING=1
+  log "starting the cluster in $LK"
+  setup_host
+  make_pki
+  write_containerd_config
+  write_kubelet_config
+  write_kube_proxy_config
+  write_corefile
+
+  start_etcd
+  start_containerd
+  wait_for "control-plane etcd" 30 curl -fsS "http://127.0.0.1:$ETCD_CLIENT_PORT/health"
+  start_apiserver
+  wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
+  "$ROOT/hack/localkube/load-images.sh"
+  wait_for "kube-apiserver /readyz" 90 apiserver_ready
+  start_nodes_and_addons
+  storageclass_manifest | kctl apply -f - >/dev/null
+
+  wait_for "node $NODE_NAME Ready" 120 node_ready
+  wait_for "default ServiceAccount" 60 kctl get serviceaccount default -n default
+  wait_for "default StorageClass" 30 kctl get storageclass standard
+  wait_for "cluster DNS" 60 dns_answers
+  log "cluster up in $((SECONDS - START))s"
+  cat >&2 <<EOF
+
+  export KUBECONFIG=$KUBECONFIG_ADMIN
+  kubectl get nodes        # kubectl: $(kube_bin kubectl)
+  make cluster-down        # stops it and removes all of $LK
+
+EOF
+}
+
+# On any failure, leave the logs where the user can read them; down.sh cleans up.
+trap 'rc=$?; ((rc == 0 || !STARTING)) || log "cluster-up failed (logs: $LK/logs); run make cluster-down to clean up"' EXIT
+STARTING=0
+main "$@"

@@ -1,0 +1,160 @@
+package framework
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// MonitorConfig says what to watch: the member Pods (namespace + labels) and the
+// names of the members that should exist (Pod name = member name).
+type MonitorConfig struct {
+	Namespace string
+	Labels    map[string]string
+	// Expected returns the member names that should be available right now. A
+	// function, because scale tests change it while the monitor runs.
+	Expected func() []string
+	Interval time.Duration // default 100ms
+}
+
+// Monitor samples, every Interval, the Pods of a cluster and etcd's member list, and
+// records how many expected members were unavailable at each instant (see Evaluate).
+type Monitor struct {
+	f      *Framework
+	cfg    MonitorConfig
+	client *clientv3.Client // endpoints follow the Ready Pods' IPs
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	timeline Timeline
+}
+
+// StartMonitor begins sampling at once; Stop ends it and returns the timeline.
+func (f *Framework) StartMonitor(cfg MonitorConfig) *Monitor {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 100 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Monitor{f: f, cfg: cfg, cancel: cancel, done: make(chan struct{})}
+	go m.run(ctx)
+	return m
+}
+
+func (m *Monitor) run(ctx context.Context) {
+	defer close(m.done)
+	defer func() {
+		if m.client != nil {
+			_ = m.client.Close()
+		}
+	}()
+	tick := time.NewTicker(m.cfg.Interval)
+	defer tick.Stop()
+	for {
+		s := m.sample(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.mu.Lock()
+		m.timeline = append(m.timeline, s)
+		m.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sample takes one observation. Both reads get a deadline below the interval's
+// order of magnitude so one hung request cannot hide a whole disruption.
+func (m *Monitor) sample(ctx context.Context) Sample {
+	at := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	pods, err := m.f.Pods(pctx, m.cfg.Namespace, m.cfg.Labels)
+	cancel()
+	if err != nil {
+		// Without the Pod list nothing can be said; record it as a list failure
+		// rather than invent a state.
+		return Evaluate(at, m.cfg.Expected(), nil, nil, err)
+	}
+	var obs []PodObservation
+	var endpoints []string
+	for _, p := range pods {
+		ready := PodReady(p)
+		obs = append(obs, PodObservation{Name: p.Name, Ready: ready})
+		if ready && p.Status.PodIP != "" {
+			endpoints = append(endpoints, PodClientURL(p))
+		}
+	}
+	members, listErr := m.memberList(ctx, endpoints)
+	return Evaluate(at, m.cfg.Expected(), obs, members, listErr)
+}
+
+// memberList asks any Ready member (linearizable in 3.5+, so it also fails without
+// quorum). One retry absorbs a request that hit a member just as it was killed.
+func (m *Monitor) memberList(ctx context.Context, endpoints []string) ([]MemberObservation, error) {
+	if len(endpoints) == 0 {
+		return nil, errNoEndpoints
+	}
+	if m.client == nil {
+		c, err := NewEtcdClient(endpoints)
+		if err != nil {
+			return nil, err
+		}
+		m.client = c
+	} else if !sets.New(m.client.Endpoints()...).Equal(sets.New(endpoints...)) {
+		m.client.SetEndpoints(endpoints...)
+	}
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		var resp *clientv3.MemberListResponse
+		resp, err = m.client.MemberList(lctx)
+		cancel()
+		if err == nil {
+			out := make([]MemberObservation, 0, len(resp.Members))
+			for _, mem := range resp.Members {
+				out = append(out, MemberObservation{Name: mem.Name, Learner: mem.IsLearner})
+			}
+			return out, nil
+		}
+	}
+	return nil, err
+}
+
+type monitorError string
+
+func (e monitorError) Error() string { return string(e) }
+
+const errNoEndpoints = monitorError("no Ready member Pod to ask")
+
+// Timeline returns a copy of the samples so far (the monitor keeps running).
+func (m *Monitor) Timeline() Timeline {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append(Timeline(nil), m.timeline...)
+}
+
+// Stop ends sampling and returns the full timeline.
+func (m *Monitor) Stop() Timeline {
+	m.cancel()
+	<-m.done
+	return m.Timeline()
+}
+
+// WaitForUnavailable is a Condition: the monitor has seen at least n unavailable.
+func (m *Monitor) WaitForUnavailable(n int) Condition {
+	return func(context.Context) (bool, error) {
+		_, ok := m.Timeline().FirstReaching(n)
+		return ok, nil
+	}
+}
+
+// StaticMembers is a MonitorConfig.Expected for a fixed member set.
+func StaticMembers(names ...string) func() []string {
+	return func() []string { return names }
+}

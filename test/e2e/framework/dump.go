@@ -1,0 +1,140 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// dumped remembers which (test, namespace) pairs were dumped: a failed WaitFor dumps,
+// and the namespace cleanup of the same failed test must not repeat it.
+var dumped sync.Map
+
+// Dump writes what one needs to understand a failure in namespace ns — Pod states,
+// events, container logs, and the operator's logs — to the test log and to
+// <Artifacts>/<test>/<ns>.txt. Errors while collecting are part of the dump.
+func (f *Framework) Dump(t testing.TB, ns string) {
+	t.Helper()
+	if _, done := dumped.LoadOrStore(t.Name()+"\x00"+ns, true); done {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	fmt.Fprintf(&b, "===== diagnostics of namespace %s at %s =====\n", ns, time.Now().Format(time.RFC3339Nano))
+	f.dumpPods(ctx, &b, ns, 30)
+	f.dumpEvents(ctx, &b, ns)
+	if ns != f.OperatorNamespace {
+		fmt.Fprintf(&b, "----- operator (%s) -----\n", f.OperatorNamespace)
+		f.dumpPods(ctx, &b, f.OperatorNamespace, 200)
+	}
+	out := b.String()
+	t.Log(out)
+	dir := filepath.Join(f.Artifacts, sanitize(t.Name()))
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		path := filepath.Join(dir, ns+".txt")
+		if err := os.WriteFile(path, []byte(out), 0o644); err == nil {
+			t.Logf("diagnostics written to %s", path)
+		}
+	}
+}
+
+// dumpPods prints each Pod's phase, conditions and container states, then the last
+// tailLines lines of each container's log (and of its previous instance, if any).
+func (f *Framework) dumpPods(ctx context.Context, b *strings.Builder, ns string, tailLines int64) {
+	var pods corev1.PodList
+	if err := f.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		fmt.Fprintf(b, "listing pods: %v\n", err)
+		return
+	}
+	for _, p := range pods.Items {
+		b.WriteString(DescribePod(&p))
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			f.dumpLog(ctx, b, &p, cs.Name, false, tailLines)
+			if cs.RestartCount > 0 {
+				f.dumpLog(ctx, b, &p, cs.Name, true, tailLines)
+			}
+		}
+	}
+}
+
+func (f *Framework) dumpLog(ctx context.Context, b *strings.Builder, p *corev1.Pod, container string, previous bool, tail int64) {
+	fmt.Fprintf(b, "--- logs %s/%s [%s] previous=%v (last %d lines) ---\n", p.Namespace, p.Name, container, previous, tail)
+	raw, err := f.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
+		Container: container, Previous: previous, TailLines: &tail, Timestamps: true,
+	}).DoRaw(ctx)
+	if err != nil {
+		fmt.Fprintf(b, "(%v)\n", err)
+		return
+	}
+	b.Write(raw)
+}
+
+func (f *Framework) dumpEvents(ctx context.Context, b *strings.Builder, ns string) {
+	var events corev1.EventList
+	if err := f.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		fmt.Fprintf(b, "listing events: %v\n", err)
+		return
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return eventTime(&events.Items[i]).Before(eventTime(&events.Items[j])) })
+	fmt.Fprintf(b, "--- events (%d) ---\n", len(events.Items))
+	for _, e := range events.Items {
+		fmt.Fprintf(b, "%s %-7s %s/%s %s: %s (x%d)\n", eventTime(&e).Format("15:04:05.000"), e.Type,
+			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, strings.TrimSpace(e.Message), max(e.Count, 1))
+	}
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// DescribePod is a compact, one-block summary of a Pod's state for failure output.
+func DescribePod(p *corev1.Pod) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s/%s phase=%s ip=%s node=%s", p.Namespace, p.Name, p.Status.Phase, p.Status.PodIP, p.Spec.NodeName)
+	if p.DeletionTimestamp != nil {
+		fmt.Fprintf(&b, " deleting-since=%s", p.DeletionTimestamp.Format("15:04:05"))
+	}
+	b.WriteString("\n")
+	for _, c := range p.Status.Conditions {
+		fmt.Fprintf(&b, "  condition %s=%s %s %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		fmt.Fprintf(&b, "  container %s ready=%v restarts=%d image=%s state=%s\n", cs.Name, cs.Ready, cs.RestartCount, cs.Image, containerState(cs.State))
+		if cs.LastTerminationState.Terminated != nil {
+			fmt.Fprintf(&b, "    last: %s\n", containerState(cs.LastTerminationState))
+		}
+	}
+	return b.String()
+}
+
+func containerState(s corev1.ContainerState) string {
+	switch {
+	case s.Running != nil:
+		return "running since " + s.Running.StartedAt.Format("15:04:05")
+	case s.Waiting != nil:
+		return fmt.Sprintf("waiting %s: %s", s.Waiting.Reason, s.Waiting.Message)
+	case s.Terminated != nil:
+		return fmt.Sprintf("terminated exit=%d %s: %s", s.Terminated.ExitCode, s.Terminated.Reason, s.Terminated.Message)
+	}
+	return "unknown"
+}
+
+func sanitize(s string) string { return nonDNS.ReplaceAllString(strings.ToLower(s), "_") }

@@ -1,0 +1,121 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// EtcdClientPort is where member Pods serve clients (plain HTTP until TLS lands).
+const EtcdClientPort = 2379
+
+// PodClientURL is the client URL of a member Pod by Pod IP. The test process runs on
+// the node and routes to Pod IPs directly (the CNI bridge), so no port-forward.
+func PodClientURL(p *corev1.Pod) string {
+	return fmt.Sprintf("http://%s:%d", p.Status.PodIP, EtcdClientPort)
+}
+
+// NewEtcdClient connects to endpoints with short timeouts suited to tests that kill
+// members: a dead endpoint must cost a fraction of a second, not the default 5 s+.
+// The client's own logging is off: retries during disruptions are expected.
+func NewEtcdClient(endpoints []string) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("no etcd endpoints")
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          2 * time.Second,
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               zap.NewNop(),
+	})
+}
+
+// EtcdClient connects to the given member Pods by Pod IP and closes the client when
+// the test ends.
+func (f *Framework) EtcdClient(t testing.TB, pods ...*corev1.Pod) *clientv3.Client {
+	t.Helper()
+	var eps []string
+	for _, p := range pods {
+		if p.Status.PodIP != "" {
+			eps = append(eps, PodClientURL(p))
+		}
+	}
+	c, err := NewEtcdClient(eps)
+	if err != nil {
+		t.Fatalf("etcd client for %v: %v", eps, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Pods lists the Pods of ns matching labels, sorted by name (client lists are).
+func (f *Framework) Pods(ctx context.Context, ns string, labels map[string]string) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := f.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// PodReady reports whether p is Ready and not being deleted.
+func PodReady(p *corev1.Pod) bool {
+	if p == nil || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// PodsReady is a Condition: exactly n Pods match labels and all are Ready.
+func (f *Framework) PodsReady(ns string, labels map[string]string, n int) Condition {
+	return func(ctx context.Context) (bool, error) {
+		pods, err := f.Pods(ctx, ns, labels)
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range pods {
+			if PodReady(p) {
+				ready++
+			}
+		}
+		if ready != n || len(pods) != n {
+			return false, fmt.Errorf("%d/%d pods ready, want %d", ready, len(pods), n)
+		}
+		return true, nil
+	}
+}
+
+// EtcdHealthy is a Condition: a linearizable read through every endpoint succeeds
+// (Pod readiness alone does not prove a member serves).
+func EtcdHealthy(endpoints []string) Condition {
+	return func(ctx context.Context) (bool, error) {
+		for _, ep := range endpoints {
+			c, err := NewEtcdClient([]string{ep})
+			if err != nil {
+				return false, err
+			}
+			_, err = c.Get(ctx, "health-probe")
+			_ = c.Close()
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", ep, err)
+			}
+		}
+		return true, nil
+	}
+}

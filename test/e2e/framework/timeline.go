@@ -1,0 +1,167 @@
+package framework
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Why a member counts as unavailable at an instant.
+const (
+	ReasonPodMissing  = "pod missing"
+	ReasonNotReady    = "pod not ready"
+	ReasonNotVoter    = "not a voter" // a learner, or absent from the member list
+	ReasonUnknownList = "member list unavailable"
+)
+
+// PodObservation is what the monitor saw of one Pod.
+type PodObservation struct {
+	Name  string
+	Ready bool // Ready condition true and not being deleted
+}
+
+// MemberObservation is one entry of etcd's MemberList.
+type MemberObservation struct {
+	Name    string // empty until the member has started
+	Learner bool
+}
+
+// MemberState is one expected member's availability at one instant.
+type MemberState struct {
+	Name    string
+	Reasons []string // empty when available
+}
+
+// Sample is the cluster's state at one instant.
+type Sample struct {
+	At          time.Time
+	Unavailable int
+	Members     []MemberState
+	ListErr     string // the MemberList error, if it failed
+}
+
+// Evaluate decides, for each expected member, whether it is available: its Pod exists
+// and is Ready, and etcd lists it as a started voter. members == nil means the member
+// list could not be read (listErr): then no member can be shown to be a voter, and
+// every one counts as unavailable — the conservative reading for a test asserting the
+// maximum disruption.
+func Evaluate(at time.Time, expected []string, pods []PodObservation, members []MemberObservation, listErr error) Sample {
+	podByName := map[string]PodObservation{}
+	for _, p := range pods {
+		podByName[p.Name] = p
+	}
+	memberByName := map[string]MemberObservation{}
+	for _, m := range members {
+		if m.Name != "" {
+			memberByName[m.Name] = m
+		}
+	}
+	s := Sample{At: at}
+	if listErr != nil {
+		s.ListErr = listErr.Error()
+	}
+	for _, name := range expected {
+		st := MemberState{Name: name}
+		p, ok := podByName[name]
+		switch {
+		case !ok:
+			st.Reasons = append(st.Reasons, ReasonPodMissing)
+		case !p.Ready:
+			st.Reasons = append(st.Reasons, ReasonNotReady)
+		}
+		m, listed := memberByName[name]
+		switch {
+		case members == nil:
+			st.Reasons = append(st.Reasons, ReasonUnknownList)
+		case !listed:
+			st.Reasons = append(st.Reasons, ReasonNotVoter)
+		case m.Learner:
+			st.Reasons = append(st.Reasons, ReasonNotVoter)
+		}
+		if len(st.Reasons) > 0 {
+			s.Unavailable++
+		}
+		s.Members = append(s.Members, st)
+	}
+	return s
+}
+
+// Timeline is the monitor's record, one Sample per poll.
+type Timeline []Sample
+
+// Max is the largest number of members unavailable at the same instant.
+func (tl Timeline) Max() int {
+	m := 0
+	for _, s := range tl {
+		m = max(m, s.Unavailable)
+	}
+	return m
+}
+
+// FirstReaching is the first sample with at least n unavailable members.
+func (tl Timeline) FirstReaching(n int) (Sample, bool) {
+	for _, s := range tl {
+		if s.Unavailable >= n {
+			return s, true
+		}
+	}
+	return Sample{}, false
+}
+
+// Duration is how long at least n members were unavailable, summing the intervals
+// from each such sample to the next one.
+func (tl Timeline) Duration(n int) time.Duration {
+	var d time.Duration
+	for i := 0; i+1 < len(tl); i++ {
+		if tl[i].Unavailable >= n {
+			d += tl[i+1].At.Sub(tl[i].At)
+		}
+	}
+	return d
+}
+
+// Changes keeps the first sample and every sample whose state differs from the one
+// before: the readable form of a timeline with thousands of samples.
+func (tl Timeline) Changes() Timeline {
+	var out Timeline
+	prev := ""
+	for _, s := range tl {
+		if k := s.key(); k != prev || len(out) == 0 {
+			out = append(out, s)
+			prev = k
+		}
+	}
+	return out
+}
+
+func (s Sample) key() string { return fmt.Sprint(s.Unavailable, s.Members) }
+
+// String renders one sample: time, count, and the unavailable members with reasons.
+func (s Sample) String() string {
+	var parts []string
+	for _, m := range s.Members {
+		if len(m.Reasons) > 0 {
+			parts = append(parts, m.Name+": "+strings.Join(m.Reasons, ", "))
+		}
+	}
+	sort.Strings(parts)
+	out := fmt.Sprintf("%s unavailable=%d", s.At.Format("15:04:05.000"), s.Unavailable)
+	if len(parts) > 0 {
+		out += " [" + strings.Join(parts, "; ") + "]"
+	}
+	if s.ListErr != "" {
+		out += " (member list: " + shortErr(s.ListErr) + ")"
+	}
+	return out
+}
+
+// String renders the changes of the timeline, one line each.
+func (tl Timeline) String() string {
+	var b strings.Builder
+	for _, s := range tl.Changes() {
+		b.WriteString(s.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,55 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// PollInterval is how often WaitFor re-checks a condition: short, because rollouts
+// are measured in seconds on the local cluster and tests should not add latency.
+const PollInterval = 250 * time.Millisecond
+
+// Condition reports whether what a test waits for holds. A non-nil error is kept as
+// the "last error" for the failure message but does not stop the wait: transient API
+// or etcd errors are expected while members restart.
+type Condition func(ctx context.Context) (bool, error)
+
+// WaitFor polls cond until it holds or timeout passes. On timeout it dumps the
+// diagnostics of namespace ns (Pods, events, logs, the operator's logs) and fails the
+// test with the last error seen.
+func (f *Framework) WaitFor(t testing.TB, ns, desc string, timeout time.Duration, cond Condition) {
+	t.Helper()
+	if err := Poll(context.Background(), timeout, cond); err != nil {
+		f.Dump(t, ns)
+		t.Fatalf("waiting for %s: %v", desc, err)
+	}
+}
+
+// Poll is WaitFor without a test: it returns an error naming the last failure.
+func Poll(ctx context.Context, timeout time.Duration, cond Condition) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	var last error
+	for {
+		attempt, cancelAttempt := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := cond(attempt)
+		cancelAttempt()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("not done after %s; last error: %w", time.Since(start).Round(time.Millisecond), last)
+			}
+			return fmt.Errorf("not done after %s", time.Since(start).Round(time.Millisecond))
+		case <-time.After(PollInterval):
+		}
+	}
+}
