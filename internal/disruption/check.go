@@ -72,6 +72,9 @@ type Cluster struct {
 	// MemberListKnown is false when the live member list could not be read (quorum lost, or etcd
 	// unreachable): nothing can then be proven safe.
 	MemberListKnown bool
+	// NeverFormed is true while no etcd cluster exists yet (no cluster ID, no member ever listed):
+	// a Pod then holds no member and no data anyone depends on.
+	NeverFormed bool
 }
 
 // Request names a disruption.
@@ -148,6 +151,9 @@ func checkDormant(c Cluster, r Request, v Member) error {
 }
 
 func checkMember(c Cluster, r Request, v Member) error {
+	if c.NeverFormed && r.Kind == Restart && !v.Voter && !v.Learner {
+		return nil // a seed that never formed a cluster: rebuilding it disrupts nobody
+	}
 	if !c.MemberListKnown {
 		return refuse(ReasonMemberListUnknown, r, "", "the member list is unreadable, so no disruption can be proven safe")
 	}

@@ -66,8 +66,19 @@ func TestCheck(t *testing.T) {
 		}},
 		{name: "dormant needs no member list", n: 3, req: Request{Dormant, "c-1"},
 			mutate: func(c *Cluster) { c.Dormant = true; c.MemberListKnown = false }},
+		{name: "seed of a cluster that never formed", n: 1, req: Request{Restart, "c-0"}, mutate: func(c *Cluster) {
+			c.NeverFormed, c.MemberListKnown = true, false
+			c.Members[0].Voter, c.Members[0].Leader, c.Members[0].Healthy = false, false, false
+		}},
 
 		// Refused.
+		{name: "never formed is no licence to remove", n: 1, req: Request{Remove, "c-0"}, want: ErrMemberListUnknown,
+			mutate: func(c *Cluster) {
+				c.NeverFormed, c.MemberListKnown = true, false
+				c.Members[0].Voter, c.Members[0].Leader = false, false
+			}},
+		{name: "a listed member is judged as usual even before a cluster ID", n: 3, req: Request{Restart, "c-0"},
+			want: ErrMemberListUnknown, mutate: func(c *Cluster) { c.NeverFormed, c.MemberListKnown = true, false }},
 		{name: "unknown victim", n: 3, req: Request{Restart, "nope"}, want: ErrUnknownVictim},
 		{name: "unknown kind", n: 3, req: Request{"Explode", "c-1"}, want: &Refusal{Reason: ReasonUnknownKind}},
 		{name: "member list unknown", n: 3, req: Request{Restart, "c-2"}, want: ErrMemberListUnknown,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
@@ -49,10 +51,31 @@ func (v *view) bootstrap() (Action, bool) {
 		}
 		return act(BootstrapSeed, seed.Name, ReasonBootstrapping,
 			"starting seed %s with --initial-cluster-state=new", seed.Name), true
-	case seed.Pod.Unschedulable:
-		return wait(ReasonUnschedulable, "seed %s cannot be scheduled", seed.Name), true
+	case seed.Pod.Unschedulable || seed.Pod.Phase == corev1.PodPending:
+		if a, ok := v.rebuildUnstartedSeed(seed); ok {
+			return a, true
+		}
+		if seed.Pod.Unschedulable {
+			return wait(ReasonUnschedulable, "seed %s cannot be scheduled", seed.Name), true
+		}
 	}
 	return wait(ReasonBootstrapping, "waiting for seed %s to form the cluster", seed.Name), true
+}
+
+// rebuildUnstartedSeed lets a spec edit reach a seed whose etcd never ran (unschedulable, or its
+// containers never started): nothing formed, so there is nothing to lose, and this is how fixing an
+// impossible nodeSelector lets a bootstrap proceed. The edit is adopted at once (no member is
+// disrupted: none exists), then the seed's Pod is rebuilt from the new target.
+func (v *view) rebuildUnstartedSeed(seed *memberView) (Action, bool) {
+	if !v.f.specAdopted() {
+		return act(AdoptSpec, "", ReasonSpecChanged, "adopting the changed spec: seed %s never ran", seed.Name), true
+	}
+	if !Compare(seed.Template, v.target, v.f.medium()).Has(ChangeRoll) || seed.Pod.Deleting {
+		return Action{}, false
+	}
+	a, _ := v.disrupt(act(DeletePod, seed.Name, ReasonBootstrapping,
+		"rebuilding seed %s on the new template: it never ran", seed.Name), disruption.Restart)
+	return a, true
 }
 
 func memberName(f *Facts, ordinal int32) string {

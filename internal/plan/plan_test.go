@@ -1,6 +1,7 @@
 package plan
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,26 @@ func TestPlanBootstrap(t *testing.T) {
 			seedPending(f)
 			f.m("c-0").Pod = Pod{Exists: true, Unschedulable: true}
 		}, want: want{kind: Wait, reason: ReasonUnschedulable}},
+		{name: "seed unschedulable, spec fixed: adopt at once (nothing formed)", mutate: func(f *Facts) {
+			seedPending(f)
+			f.m("c-0").Pod = Pod{Exists: true, Unschedulable: true, Phase: corev1.PodPending}
+			f.Cluster.Spec.NodeSelector = map[string]string{"fixed": "yes"}
+		}, want: want{kind: AdoptSpec, reason: ReasonSpecChanged}},
+		{name: "seed unschedulable on an old template: rebuild its Pod", mutate: func(f *Facts) {
+			seedPending(f)
+			f.m("c-0").Pod = Pod{Exists: true, Unschedulable: true, Phase: corev1.PodPending}
+			f.m("c-0").Template.NodeSelector = map[string]string{"impossible": "yes"}
+		}, want: want{kind: DeletePod, member: "c-0", reason: ReasonBootstrapping, disruption: disruption.Restart}},
+		{name: "seed never started on an old template: rebuild its Pod", mutate: func(f *Facts) {
+			seedPending(f)
+			f.m("c-0").Pod = Pod{Exists: true, Phase: corev1.PodPending}
+			f.m("c-0").Template.Version = "3.5.1"
+		}, want: want{kind: DeletePod, member: "c-0", reason: ReasonBootstrapping, disruption: disruption.Restart}},
+		{name: "seed running on an old template: not rebuilt during bootstrap", mutate: func(f *Facts) {
+			seedPending(f)
+			f.m("c-0").Pod = Pod{Exists: true, Phase: corev1.PodRunning}
+			f.m("c-0").Template.Version = "3.5.1"
+		}, want: want{kind: Wait, reason: ReasonBootstrapping}},
 		{name: "seed PVC from another cluster: never adopted", mutate: func(f *Facts) {
 			seedPending(f)
 			f.m("c-0").PVC = PVC{Exists: true, Foreign: true}

@@ -177,6 +177,7 @@ func (v *view) disruptionView() disruption.Cluster {
 		AllowDowntime:   v.f.Cluster.Spec.UpdateStrategy.AllowDowntime,
 		Dormant:         v.f.replicas() == 0,
 		MemberListKnown: v.f.Etcd.MemberListKnown(),
+		NeverFormed:     !v.formed(),
 	}
 	for _, m := range v.members {
 		c.Members = append(c.Members, disruption.Member{
