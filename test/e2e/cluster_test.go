@@ -1,0 +1,267 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+// Helpers for tests of EtcdClusters run by the operator under test.
+
+// etcdVersion is the version clusters run unless a test says otherwise.
+func etcdVersion() string { return strings.TrimPrefix(f.DefaultEtcdVersion(), "v") }
+
+// versionOf returns the built version of a minor ("3.5" → "3.5.35"), skipping the test if the
+// environment did not build it.
+func versionOf(t *testing.T, minor string) string {
+	for _, v := range f.EtcdVersions {
+		if strings.HasPrefix(v, "v"+minor+".") {
+			return strings.TrimPrefix(v, "v")
+		}
+	}
+	t.Fatalf("etcd %s was not built (STEWARD_E2E_ETCD_VERSIONS=%v)", minor, f.EtcdVersions)
+	return ""
+}
+
+// newCluster builds an EtcdCluster; mutate adjusts it before creation.
+func newCluster(ns, name string, replicas int32, medium stewardv1.StorageMedium, mutate ...func(*stewardv1.EtcdCluster)) *stewardv1.EtcdCluster {
+	size := resource.MustParse("256Mi")
+	ec := &stewardv1.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: stewardv1.EtcdClusterSpec{
+			Replicas: ptr.To(replicas),
+			MemberTemplate: stewardv1.MemberTemplate{
+				Version: etcdVersion(),
+				Storage: stewardv1.StorageSpec{Medium: medium, Size: &size},
+			},
+		},
+	}
+	for _, m := range mutate {
+		m(ec)
+	}
+	return ec
+}
+
+func create(t *testing.T, ec *stewardv1.EtcdCluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.Client.Create(ctx, ec); err != nil {
+		t.Fatalf("creating EtcdCluster %s: %v", ec.Name, err)
+	}
+}
+
+// update re-reads the cluster, applies change and writes it, retrying on conflicts (the operator
+// writes status concurrently; spec writes may still conflict on resourceVersion).
+func update(t *testing.T, ns, name string, change func(*stewardv1.EtcdCluster)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		var ec stewardv1.EtcdCluster
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ec); err != nil {
+			t.Fatal(err)
+		}
+		change(&ec)
+		err := f.Client.Update(ctx, &ec)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "the object has been modified") {
+			t.Fatalf("updating %s: %v", name, err)
+		}
+	}
+}
+
+func get(ctx context.Context, ns, name string) (*stewardv1.EtcdCluster, error) {
+	var ec stewardv1.EtcdCluster
+	err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ec)
+	return &ec, err
+}
+
+// settled holds when the cluster reports what the user asked for: the current generation
+// observed, every member ready and updated, Available, nothing progressing or rolling.
+func settled(ns, name string, replicas int32) framework.Condition {
+	return func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		s := ec.Status
+		switch {
+		case s.ObservedGeneration != ec.Generation:
+			return false, fmt.Errorf("observedGeneration %d of %d", s.ObservedGeneration, ec.Generation)
+		case s.ReadyMembers != replicas || s.UpdatedMembers != replicas || s.Replicas != replicas:
+			return false, fmt.Errorf("ready %d, updated %d, members %d; want %d", s.ReadyMembers, s.UpdatedMembers, s.Replicas, replicas)
+		case replicas > 0 && !meta.IsStatusConditionTrue(s.Conditions, "Available"):
+			return false, fmt.Errorf("not Available: %s", condition(ec, "Available"))
+		case meta.IsStatusConditionTrue(s.Conditions, "Progressing"):
+			return false, fmt.Errorf("still Progressing: %s", condition(ec, "Progressing"))
+		case meta.IsStatusConditionTrue(s.Conditions, "RollingUpdate"):
+			return false, fmt.Errorf("still RollingUpdate: %s", condition(ec, "RollingUpdate"))
+		}
+		return true, nil
+	}
+}
+
+func condition(ec *stewardv1.EtcdCluster, typ string) string {
+	c := meta.FindStatusCondition(ec.Status.Conditions, typ)
+	if c == nil {
+		return typ + " unset"
+	}
+	return fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+}
+
+// waitSettled waits for settled and returns how long it took.
+func waitSettled(t *testing.T, ns, name string, replicas int32, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	f.WaitFor(t, ns, fmt.Sprintf("%s settled at %d members", name, replicas), timeout, settled(ns, name, replicas))
+	return time.Since(start)
+}
+
+// memberNames are the names of ordinals 0..n-1.
+func memberNames(name string, n int32) []string {
+	var out []string
+	for i := range n {
+		out = append(out, resources.MemberName(name, i))
+	}
+	return out
+}
+
+// clientFor connects to the cluster through its client Service (ready voters only), the way an
+// application in the cluster would; the host reaches Service IPs through kube-proxy.
+func clientFor(t *testing.T, ns, name string) *clientv3.Client {
+	t.Helper()
+	var svc corev1.Service
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.ClientServiceName(name)}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	c, err := framework.NewEtcdClient([]string{fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, resources.ClientPort)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// monitor watches the cluster's members for the whole test; expected may change (scale tests).
+func monitor(t *testing.T, ns, name string, expected func() []string) *framework.Monitor {
+	m := f.StartMonitor(framework.MonitorConfig{Namespace: ns,
+		Labels: map[string]string{resources.LabelCluster: name}, Expected: expected})
+	t.Cleanup(func() { m.Stop() })
+	return m
+}
+
+// assertMaxUnavailable fails when more than max members were unavailable at any instant.
+func assertMaxUnavailable(t *testing.T, m *framework.Monitor, max int) {
+	t.Helper()
+	tl := m.Stop()
+	if got := tl.Max(); got > max {
+		t.Errorf("%d members unavailable at once (allowed %d); timeline of changes:\n%s", got, max, tl.Changes())
+	}
+}
+
+// putData writes n keys under prefix and returns them.
+func putData(t *testing.T, c *clientv3.Client, prefix string, n int) map[string]string {
+	t.Helper()
+	want := map[string]string{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range n {
+		k, v := fmt.Sprintf("%s%04d", prefix, i), fmt.Sprintf("value-%d", i)
+		if _, err := c.Put(ctx, k, v); err != nil {
+			t.Fatalf("put %s: %v", k, err)
+		}
+		want[k] = v
+	}
+	return want
+}
+
+// checkData reads prefix back (linearizably) and compares.
+func checkData(t *testing.T, c *clientv3.Client, prefix string, want map[string]string) {
+	t.Helper()
+	var got map[string]string
+	err := framework.Poll(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = framework.ReadPrefix(ctx, c, prefix)
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("reading %s back: %v", prefix, err)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("key %s = %q after the change, want %q (%d of %d keys present)", k, got[k], v, len(got), len(want))
+		}
+	}
+}
+
+// memberPods returns the cluster's Pods by name.
+func memberPods(t *testing.T, ns, name string) map[string]*corev1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pods, err := f.Pods(ctx, ns, map[string]string{resources.LabelCluster: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// leader is the member status.members names as leader.
+func leader(t *testing.T, ns, name string) string {
+	t.Helper()
+	ec, err := get(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ec.Status.Members {
+		if m.Role == stewardv1.RoleLeader {
+			return m.Name
+		}
+	}
+	t.Fatalf("no leader in status: %+v", ec.Status.Members)
+	return ""
+}
+
+// memberIDs maps member names to their etcd IDs as status reports them.
+func memberIDs(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	ec, err := get(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range ec.Status.Members {
+		out[m.Name] = m.ID
+	}
+	return out
+}
+
+// measure logs a figure in a form docs and the closing note can be gathered from (grep MEASURE).
+func measure(t *testing.T, what string, d time.Duration) {
+	t.Logf("MEASURE %s: %.1fs", what, d.Seconds())
+}
