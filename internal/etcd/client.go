@@ -169,6 +169,13 @@ func (c *Client) Remove(ctx context.Context, id uint64) error {
 	if err != nil && strings.Contains(err.Error(), "member not found") {
 		return nil
 	}
+	if err != nil && strings.Contains(err.Error(), "server stopped") {
+		// The request reached the member being removed, which stops once it applies its own
+		// removal: the answer is lost, not the removal. The member list says which.
+		if members, _, lerr := c.MemberList(ctx); lerr == nil && !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
+			return nil
+		}
+	}
 	if err != nil && strings.Contains(err.Error(), "unhealthy cluster") {
 		return ErrClusterNotSettled
 	}

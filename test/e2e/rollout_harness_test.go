@@ -1,0 +1,197 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+// rollWatch runs everything a rollout test observes: client traffic through the client Service,
+// the disruption monitor, and a poller of the leader as status reports it.
+type rollWatch struct {
+	t        *testing.T
+	ns, name string
+	traffic  *framework.Traffic
+	monitor  *framework.Monitor
+	changed  time.Time // when the test changed the spec
+
+	mu      sync.Mutex
+	leaders []string // distinct consecutive leaders seen
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
+	w := &rollWatch{t: t, ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{})}
+	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/"})
+	w.monitor = monitor(t, ns, name, func() []string { return memberNames(name, replicas) })
+	go w.pollLeader()
+	t.Cleanup(w.halt)
+	// Steady state first, so latency during the roll has something to be compared with.
+	time.Sleep(5 * time.Second)
+	return w
+}
+
+func (w *rollWatch) pollLeader() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		ec, err := get(context.Background(), w.ns, w.name)
+		if err != nil {
+			continue
+		}
+		for _, m := range ec.Status.Members {
+			if m.Role == stewardv1.RoleLeader {
+				w.mu.Lock()
+				if n := len(w.leaders); n == 0 || w.leaders[n-1] != m.Name {
+					w.leaders = append(w.leaders, m.Name)
+				}
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (w *rollWatch) halt() {
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+		<-w.done
+	}
+}
+
+// change applies a spec change and remembers when.
+func (w *rollWatch) change(mutate func(*stewardv1.EtcdCluster)) {
+	w.changed = time.Now()
+	update(w.t, w.ns, w.name, mutate)
+}
+
+// finish stops everything, asserts the invariants every roll must keep and logs the figures.
+func (w *rollWatch) finish(label string, maxUnavailable int) {
+	t := w.t
+	t.Helper()
+	h := w.traffic.Stop()
+	w.halt()
+	assertMaxUnavailable(t, w.monitor, maxUnavailable)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lost, err := w.traffic.VerifyNoLostWrites(ctx, clientFor(t, w.ns, w.name), h)
+	if err != nil {
+		t.Fatalf("reading back the traffic's writes: %v", err)
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost, first %+v", len(lost), lost[0])
+	}
+	if stale := h.StaleReads(); len(stale) > 0 {
+		t.Errorf("%d stale reads, first %+v", len(stale), stale[0])
+	}
+	before, during := split(h, w.changed)
+	t.Logf("MEASURE %s: roll %.1fs; leaders %v; handoffs %d", label, time.Since(w.changed).Seconds(),
+		w.leaders, len(eventsWith(t, w.ns, w.name, "MoveLeader")))
+	t.Logf("MEASURE %s steady: %s", label, before.Summary())
+	t.Logf("MEASURE %s during roll: %s", label, during.Summary())
+}
+
+func split(h framework.History, at time.Time) (before, after framework.History) {
+	for _, o := range h {
+		if o.Start.Before(at) {
+			before = append(before, o)
+		} else {
+			after = append(after, o)
+		}
+	}
+	return before, after
+}
+
+// eventsWith returns the cluster's events of one reason, oldest first, as "message" strings.
+func eventsWith(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	var list corev1.EventList
+	if err := f.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return eventTime(&list.Items[i]).Before(eventTime(&list.Items[j])) })
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "EtcdCluster" && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// rolledOrder returns the members in the order the operator disrupted them, read from its events of
+// one reason ("restarting X onto the new template", "replacing X …", "removing X from etcd").
+func rolledOrder(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	var order []string
+	for _, msg := range eventsWith(t, ns, name, reason) {
+		words := strings.Fields(msg)
+		if len(words) >= 2 && (strings.HasSuffix(msg, "onto the new template") || strings.HasSuffix(msg, "from etcd")) {
+			order = append(order, words[1])
+		}
+	}
+	return order
+}
+
+// podsOn reports, for each member Pod, whether check holds, and fails naming those where not.
+func podsOn(t *testing.T, ns, name string, n int, what string, check func(*corev1.Pod) bool) {
+	t.Helper()
+	pods := memberPods(t, ns, name)
+	if len(pods) != n {
+		t.Fatalf("%d Pods, want %d", len(pods), n)
+	}
+	var bad []string
+	for _, p := range pods {
+		if !check(p) {
+			bad = append(bad, p.Name)
+		}
+	}
+	slices.Sort(bad)
+	if len(bad) > 0 {
+		t.Errorf("Pods not %s: %v", what, bad)
+	}
+}
+
+func uids(t *testing.T, ns, name string) map[string]string {
+	out := map[string]string{}
+	for n, p := range memberPods(t, ns, name) {
+		out[n] = fmt.Sprintf("%s/%d", p.UID, restarts(p))
+	}
+	return out
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
+}
