@@ -4,7 +4,7 @@
 # test/e2e (build tag e2e). A cluster this script started is stopped at the end unless
 # KEEP_CLUSTER=1; a cluster that was already running is left as it was.
 #
-# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 40m), KEEP_CLUSTER=1,
+# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 40m), E2E_PARALLEL (default 6), KEEP_CLUSTER=1,
 #      E2E_ARGS (extra go test arguments). Failure dumps go to _out/e2e/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
@@ -43,5 +43,6 @@ export STEWARD_E2E_ARTIFACTS=$OUT/e2e
 cd "$ROOT"
 log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
 # shellcheck disable=SC2086 # E2E_ARGS is a list of words
-go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-40m}" \
+# Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
+go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-40m}" -parallel "${E2E_PARALLEL:-6}" \
   ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-}

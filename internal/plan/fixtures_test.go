@@ -85,7 +85,7 @@ func (f *Facts) lead(name string) {
 }
 
 // addLearner lists a new learner for member name (which must exist in f.Members).
-func (f *Facts) addLearner(name string, caughtUp bool) { //nolint:unparam // the name says which member at each call site
+func (f *Facts) addLearner(name string, caughtUp bool) {
 	m := f.m(name)
 	id := uint64(0x99)
 	m.ID = "99"
