@@ -52,16 +52,20 @@ func (h History) Acknowledged() []Op {
 	return out
 }
 
-// Failed are the requests that got an error.
+// Failed are the requests that got an error from the system under test. Requests cut short
+// because the generator itself was stopping ("stopped: …") are not failures of anything.
 func (h History) Failed() []Op {
 	var out []Op
 	for _, o := range h {
-		if !o.OK() {
+		if !o.OK() && !strings.HasPrefix(o.Err, stoppedPrefix) {
 			out = append(out, o)
 		}
 	}
 	return out
 }
+
+// stoppedPrefix marks a request interrupted by Traffic.Stop.
+const stoppedPrefix = "stopped: "
 
 // LostWrites compares the acknowledged writes with the final contents of the key
 // space (key -> value, read after the run). The generator writes every key exactly

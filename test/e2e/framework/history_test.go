@@ -41,6 +41,10 @@ func TestLostWrites(t *testing.T) {
 	if n := len(h.Failed()); n != 1 {
 		t.Fatalf("failed = %d, want 1", n)
 	}
+	// A request cut short by stopping the generator is not a failure of etcd.
+	if n := len(append(h, put("f", "6", 50, 55, stoppedPrefix+"context canceled")).Failed()); n != 1 {
+		t.Fatalf("failed = %d with a stopped request, want 1", n)
+	}
 	if lost := h.LostWrites(map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}); len(lost) != 0 {
 		t.Fatalf("nothing lost, got %v", lost)
 	}

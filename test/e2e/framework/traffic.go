@@ -82,7 +82,7 @@ func (t *Traffic) put(ctx context.Context, w int, key, val string) bool {
 	if ctx.Err() != nil && err != nil {
 		// Stopped mid-request: not a result of the system under test. It may still
 		// have been applied, so it stays in the history as unacknowledged.
-		op.Err = "stopped: " + err.Error()
+		op.Err = stoppedPrefix + err.Error()
 	} else if err != nil {
 		op.Err = err.Error()
 	} else {
@@ -108,7 +108,7 @@ func (t *Traffic) get(ctx context.Context, w int, key string) {
 		}
 	}
 	if ctx.Err() != nil && err != nil {
-		op.Err = "stopped: " + op.Err
+		op.Err = stoppedPrefix + op.Err
 	}
 	t.record(op)
 }
