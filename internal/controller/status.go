@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,9 +38,43 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 		c.ObservedGeneration = ec.Generation
 		meta.SetStatusCondition(&s.Conditions, c)
 	}
+	meta.SetStatusCondition(&s.Conditions, versionCondition(ec, d.VersionWarning))
 	if d.DeadlineExceeded && !wasDeadlineExceeded(ec) {
 		r.event(ec, corev1.EventTypeWarning, "ProgressDeadlineExceeded", "%s", d.Action.Message)
 	}
+}
+
+// ConditionVersionUnverified warns that Steward cannot check the version a custom image runs:
+// the upgrade-step rules hold for spec.version, but the image's tag says something else (or
+// nothing Steward can parse). Accepted, not refused: mirrors and custom builds are legitimate.
+const ConditionVersionUnverified = "VersionUnverified"
+
+func versionCondition(ec *stewardv1.EtcdCluster, planWarning string) metav1.Condition {
+	c := metav1.Condition{Type: ConditionVersionUnverified, Status: metav1.ConditionFalse, Reason: "TagMatchesVersion",
+		Message: "the image tag matches spec.version", ObservedGeneration: ec.Generation}
+	if img := ec.Spec.Image; img != "" {
+		if tag := imageTag(img); tag != "v"+ec.Spec.Version && tag != ec.Spec.Version {
+			c.Status, c.Reason = metav1.ConditionTrue, "UnparsedImageTag"
+			c.Message = fmt.Sprintf("spec.image %q is not tagged v%s: Steward cannot verify the etcd version it runs, "+
+				"so the one-minor-step upgrade rule is only checked against spec.version", img, ec.Spec.Version)
+		}
+	}
+	if planWarning != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, "UnparsedVersion", planWarning
+	}
+	return c
+}
+
+// imageTag is the tag of an image reference ("" for a digest-only or untagged reference).
+func imageTag(ref string) string {
+	if i := strings.LastIndex(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return ""
+	}
+	return ref[i+1:]
 }
 
 func wasDeadlineExceeded(ec *stewardv1.EtcdCluster) bool {
