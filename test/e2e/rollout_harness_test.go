@@ -128,7 +128,9 @@ func eventsWith(t *testing.T, ns, name, reason string) []string {
 	if err := f.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return eventTime(&list.Items[i]).Before(eventTime(&list.Items[j])) })
+	sort.Slice(list.Items, func(i, j int) bool {
+		return framework.EventTime(&list.Items[i]).Before(framework.EventTime(&list.Items[j]))
+	})
 	var out []string
 	for _, e := range list.Items {
 		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "EtcdCluster" && e.Reason == reason {
@@ -136,15 +138,6 @@ func eventsWith(t *testing.T, ns, name, reason string) []string {
 		}
 	}
 	return out
-}
-
-func eventTime(e *corev1.Event) time.Time {
-	for _, t := range []time.Time{e.EventTime.Time, e.LastTimestamp.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
-		if !t.IsZero() {
-			return t
-		}
-	}
-	return time.Time{}
 }
 
 // rolledOrder returns the members in the order the operator disrupted them, read from its events of

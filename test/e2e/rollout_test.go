@@ -216,18 +216,25 @@ func waitRolled(t *testing.T, ns, name string, n int32) {
 	})
 }
 
+// rollUntilOneUpdated starts a 3-member cluster, watches it, changes its CPU request and returns
+// once the first member runs the new template: the mid-roll point the interruptions start from.
+func rollUntilOneUpdated(t *testing.T, md stewardv1.StorageMedium, cpu string) (string, *rollWatch) {
+	ns := f.Namespace(t)
+	create(t, newCluster(ns, "web", 3, md))
+	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	w := watchRoll(t, ns, "web", 3)
+	w.change(cpuRequest(cpu))
+	waitRolled(t, ns, "web", 1)
+	return ns, w
+}
+
 // TestRollInterrupted changes the spec mid-roll, kills the operator mid-roll, and kills a member
 // that is not being rolled: the roll ends on the latest spec with the invariants kept.
 func TestRollInterrupted(t *testing.T) {
 	t.Parallel()
 	t.Run("spec edited again", func(t *testing.T) {
 		t.Parallel()
-		ns := f.Namespace(t)
-		create(t, newCluster(ns, "web", 3, ""))
-		waitSettled(t, ns, "web", 3, 4*time.Minute)
-		w := watchRoll(t, ns, "web", 3)
-		w.change(cpuRequest("31m"))
-		waitRolled(t, ns, "web", 1)
+		ns, w := rollUntilOneUpdated(t, "", "31m")
 		update(t, ns, "web", cpuRequest("32m"))
 		waitSettled(t, ns, "web", 3, 6*time.Minute)
 		w.finish("roll with a mid-roll spec edit", 1)
@@ -235,12 +242,7 @@ func TestRollInterrupted(t *testing.T) {
 	})
 	t.Run("non-victim killed", func(t *testing.T) {
 		t.Parallel()
-		ns := f.Namespace(t)
-		create(t, newCluster(ns, "web", 3, ""))
-		waitSettled(t, ns, "web", 3, 4*time.Minute)
-		w := watchRoll(t, ns, "web", 3)
-		w.change(cpuRequest("33m"))
-		waitRolled(t, ns, "web", 1)
+		ns, w := rollUntilOneUpdated(t, "", "33m")
 		// web-2 (highest ordinal, not leading) rolls first; kill a member that has not rolled yet
 		// and is not the next victim's leader: the lowest-ordinal outdated follower.
 		lead := leader(t, ns, "web")
@@ -258,12 +260,7 @@ func TestRollInterrupted(t *testing.T) {
 	})
 	t.Run("operator killed", func(t *testing.T) {
 		t.Parallel()
-		ns := f.Namespace(t)
-		create(t, newCluster(ns, "web", 3, stewardv1.StorageMediumMemory))
-		waitSettled(t, ns, "web", 3, 4*time.Minute)
-		w := watchRoll(t, ns, "web", 3)
-		w.change(cpuRequest("34m"))
-		waitRolled(t, ns, "web", 1)
+		ns, w := rollUntilOneUpdated(t, stewardv1.StorageMediumMemory, "34m")
 		var pods corev1.PodList
 		if err := f.Client.List(context.Background(), &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
 			t.Fatal(err)

@@ -87,20 +87,22 @@ func (f *Framework) dumpEvents(ctx context.Context, b *strings.Builder, ns strin
 		fmt.Fprintf(b, "listing events: %v\n", err)
 		return
 	}
-	sort.Slice(events.Items, func(i, j int) bool { return eventTime(&events.Items[i]).Before(eventTime(&events.Items[j])) })
+	sort.Slice(events.Items, func(i, j int) bool { return EventTime(&events.Items[i]).Before(EventTime(&events.Items[j])) })
 	fmt.Fprintf(b, "--- events (%d) ---\n", len(events.Items))
 	for _, e := range events.Items {
-		fmt.Fprintf(b, "%s %-7s %s/%s %s: %s (x%d)\n", eventTime(&e).Format("15:04:05.000"), e.Type,
+		fmt.Fprintf(b, "%s %-7s %s/%s %s: %s (x%d)\n", EventTime(&e).Format("15:04:05.000"), e.Type,
 			e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, strings.TrimSpace(e.Message), max(e.Count, 1))
 	}
 }
 
-func eventTime(e *corev1.Event) time.Time {
+// EventTime is when an event happened: its microsecond EventTime (events.k8s.io, what Steward
+// records) when set, so events of the same second keep their order, else the legacy timestamps.
+func EventTime(e *corev1.Event) time.Time {
 	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
 	case !e.EventTime.IsZero():
 		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
 }
