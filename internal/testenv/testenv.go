@@ -46,6 +46,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start can fail after the processes are up (a CRD the apiserver refuses): stop them, or
+		// every failed run leaves an apiserver and an etcd behind.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
