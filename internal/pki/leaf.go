@@ -1,0 +1,157 @@
+package pki
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// DefaultClusterDomain is the Kubernetes DNS suffix when the operator is not told otherwise.
+const DefaultClusterDomain = "cluster.local"
+
+// Usage is what a leaf is for; it fixes the extended key usages, which etcd's TLS enforces.
+type Usage string
+
+const (
+	// Server: a member's client-plane certificate. ClientAuth too, because etcd presents its
+	// server certificate as a client when it proxies (grpc-gateway, gateway/grpc-proxy).
+	Server Usage = "Server"
+	// Peer: a member's peer-plane certificate; a member both serves and dials its peers.
+	Peer Usage = "Peer"
+	// Client: the operator's or an application's client certificate. ClientAuth only, so a
+	// leaked client key cannot impersonate a member.
+	Client Usage = "Client"
+)
+
+// ExtKeyUsages are the extended key usages a leaf of this usage carries and must carry.
+func (u Usage) ExtKeyUsages() []x509.ExtKeyUsage {
+	if u == Client {
+		return []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	}
+	return []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+}
+
+// MemberNames identifies a member for its SANs. ClusterDomain "" means DefaultClusterDomain.
+type MemberNames struct {
+	Cluster, Namespace, Member, ClusterDomain string
+}
+
+func (n MemberNames) domain() string {
+	if n.ClusterDomain == "" {
+		return DefaultClusterDomain
+	}
+	return n.ClusterDomain
+}
+
+// serviceForms are the names a Pod's resolver accepts for a name in namespace ns: short (same
+// namespace, through the search path), namespaced, .svc and fully qualified.
+func serviceForms(name, ns, domain string) []string {
+	return []string{name, name + "." + ns, name + "." + ns + ".svc", name + "." + ns + ".svc." + domain}
+}
+
+// MemberDNSNames are the member's own names: its hostname and its names through the headless
+// Service. etcd checks a peer's certificate against the host of that peer's URL
+// (resources.PeerURL uses the .svc form), and the other forms cover tools run inside the Pod.
+func MemberDNSNames(n MemberNames) []string {
+	svc := resources.PeerServiceName(n.Cluster)
+	return append([]string{n.Member}, serviceForms(n.Member+"."+svc, n.Namespace, n.domain())...)
+}
+
+// SANs are the subject alternative names of a member's server (client-plane) certificate: the
+// member's own names, the headless and client Service names (applications dial the client
+// Service; the operator may dial a member by its own name), and loopback for etcdctl in the Pod.
+func SANs(cluster, namespace, member, clusterDomain string) (dns []string, ips []net.IP) {
+	n := MemberNames{Cluster: cluster, Namespace: namespace, Member: member, ClusterDomain: clusterDomain}
+	dns = MemberDNSNames(n)
+	dns = append(dns, serviceForms(resources.ClientServiceName(cluster), namespace, n.domain())...)
+	dns = append(dns, serviceForms(resources.PeerServiceName(cluster), namespace, n.domain())...)
+	dns = append(dns, "localhost")
+	return dns, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+}
+
+// Leaf is an issued certificate with its private key.
+type Leaf struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
+}
+
+// Material is what goes into a Secret: tls.crt, tls.key and ca.crt (the trust bundle, which may
+// hold more than the issuing CA during a rotation).
+func (l *Leaf) Material(trust ...*x509.Certificate) (Material, error) {
+	key, err := EncodeKeyPEM(l.Key)
+	if err != nil {
+		return Material{}, err
+	}
+	return Material{Cert: EncodeCertPEM(l.Cert), Key: key, CA: BundlePEM(trust...)}, nil
+}
+
+// IssueServer issues a member's client-plane certificate with SANs(...).
+func (ca *CA) IssueServer(n MemberNames, now time.Time, lifetime time.Duration) (*Leaf, error) {
+	dns, ips := SANs(n.Cluster, n.Namespace, n.Member, n.ClusterDomain)
+	return ca.issue(n.Member, Server, dns, ips, now, lifetime)
+}
+
+// IssuePeer issues a member's peer-plane certificate, naming the member only: peers have no
+// reason to reach a member through a Service.
+func (ca *CA) IssuePeer(n MemberNames, now time.Time, lifetime time.Duration) (*Leaf, error) {
+	return ca.issue(n.Member, Peer, MemberDNSNames(n), nil, now, lifetime)
+}
+
+// IssueClient issues a client certificate; etcd's RBAC (when auth is on) maps CommonName to a user.
+func (ca *CA) IssueClient(commonName string, now time.Time, lifetime time.Duration) (*Leaf, error) {
+	return ca.issue(commonName, Client, nil, nil, now, lifetime)
+}
+
+func (ca *CA) issue(cn string, u Usage, dns []string, ips []net.IP, now time.Time, lifetime time.Duration) (*Leaf, error) {
+	if cn == "" {
+		return nil, errors.New("pki: a certificate needs a name")
+	}
+	if lifetime <= 0 {
+		lifetime = DefaultLeafLifetime
+	}
+	notAfter := now.Add(lifetime)
+	// A leaf never outlives its CA: past the CA's NotAfter no chain verifies, so a longer leaf
+	// would only hide the real deadline from RenewalDue.
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	if !notAfter.After(now) {
+		return nil, errors.New("pki: the CA has expired; rotate it before issuing")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: cn, Organization: []string{"etcd.steward.dev"}},
+		NotBefore:             now.Add(-Backdate),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           u.ExtKeyUsages(),
+		BasicConstraintsValid: true,
+		DNSNames:              dns,
+		IPAddresses:           ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &Leaf{Cert: cert, Key: key}, nil
+}
