@@ -290,3 +290,28 @@ func TestSingleMemberMemoryBlocked(t *testing.T) {
 		t.Errorf("a blocked roll touched the Pod: %v -> %v", before, after)
 	}
 }
+
+// TestStorageGrowthNotExpandable: the local StorageClass does not allow volume expansion, so a
+// larger storage.size is refused with a condition naming it, and nothing is disrupted.
+func TestStorageGrowthNotExpandable(t *testing.T) {
+	t.Parallel()
+	ns := f.Namespace(t)
+	create(t, newCluster(ns, "web", 3, ""))
+	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	before := uids(t, ns, "web")
+	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = ptrQuantity("512Mi") })
+	f.WaitFor(t, ns, "NotExpandable reported", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "web")
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(ec.Status.Conditions, "Progressing")
+		return c != nil && strings.Contains(c.Message, "does not allow volume expansion"), fmt.Errorf("%s", condition(ec, "Progressing"))
+	})
+	time.Sleep(5 * time.Second)
+	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a storage change the class cannot apply disrupted Pods: %v -> %v", before, after)
+	}
+}
+
+func ptrQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
