@@ -166,21 +166,17 @@ func (c *Client) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	_, err := c.c.MemberRemove(ctx, id)
-	if err != nil && strings.Contains(err.Error(), "member not found") {
+	if err == nil || strings.Contains(err.Error(), "member not found") {
 		return nil
 	}
-	if err != nil && strings.Contains(err.Error(), "server stopped") {
-		// The request reached the member being removed, which stops once it applies its own
-		// removal: the answer is lost, not the removal. The member list says which.
-		if members, _, lerr := c.MemberList(ctx); lerr == nil && !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
-			return nil
-		}
+	// A removal is done when the member is gone, whatever the answer said: the request may have
+	// reached the member being removed, which stops once it applies its own removal ("server
+	// stopped"), or a repeated call may meet etcd's strict reconfig check before its lookup.
+	if members, _, lerr := c.MemberList(ctx); lerr == nil && !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
+		return nil
 	}
-	if err != nil && strings.Contains(err.Error(), "unhealthy cluster") {
+	if strings.Contains(err.Error(), "unhealthy cluster") {
 		return ErrClusterNotSettled
 	}
-	if err != nil {
-		return fmt.Errorf("removing %s: %w", IDString(id), err)
-	}
-	return nil
+	return fmt.Errorf("removing %s: %w", IDString(id), err)
 }
