@@ -61,11 +61,7 @@ func NewCA(cluster, namespace string, now time.Time, lifetime time.Duration) (*C
 	if lifetime <= 0 {
 		lifetime = DefaultCALifetime
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +211,16 @@ func publicKeysEqual(a, b crypto.PublicKey) bool {
 }
 
 // newSerial is a random 128-bit serial: unique without keeping state (RFC 5280 allows 20 octets).
-func newSerial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+// newKeyAndSerial is what every certificate starts from: a fresh P-256 key and a random 128-bit
+// serial (random, so two certificates of one CA never share a serial even across restarts).
+func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, serial, nil
 }

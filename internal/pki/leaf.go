@@ -2,8 +2,6 @@ package pki
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -126,11 +124,7 @@ func (ca *CA) issue(cn string, u Usage, dns []string, ips []net.IP, now time.Tim
 	if !notAfter.After(now) {
 		return nil, errors.New("pki: the CA has expired; rotate it before issuing")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, err
 	}

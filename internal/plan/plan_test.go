@@ -25,18 +25,22 @@ func runPlanCases(t *testing.T, cases []planCase) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			n := tt.n
-			if n == 0 {
-				n = 3
-			}
-			f := healthyFacts(t, n, tt.medium)
-			if tt.mutate != nil {
-				tt.mutate(&f)
-			}
-			d := Plan(f)
-			checkAction(t, d, tt.want)
+			checkAction(t, planFor(t, tt.n, tt.medium, tt.mutate), tt.want)
 		})
 	}
+}
+
+// planFor plans on a healthy cluster of n members (3 when n is 0), changed by mutate.
+func planFor(t *testing.T, n int32, medium v1alpha1.StorageMedium, mutate func(*Facts)) Decision {
+	t.Helper()
+	if n == 0 {
+		n = 3
+	}
+	f := healthyFacts(t, n, medium)
+	if mutate != nil {
+		mutate(&f)
+	}
+	return Plan(f)
 }
 
 func checkAction(t *testing.T, d Decision, w want) {

@@ -112,15 +112,7 @@ func TestConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := tt.n
-			if n == 0 {
-				n = 3
-			}
-			f := healthyFacts(t, n, tt.medium)
-			if tt.mutate != nil {
-				tt.mutate(&f)
-			}
-			d := Plan(f)
+			d := planFor(t, tt.n, tt.medium, tt.mutate)
 			for _, w := range tt.want {
 				c := d.Condition(w.typ)
 				if c.Status != w.status || c.Reason != string(w.reason) || !strings.Contains(c.Message, w.message) {
