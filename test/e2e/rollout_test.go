@@ -315,3 +315,32 @@ func TestStorageGrowthNotExpandable(t *testing.T) {
 }
 
 func ptrQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// TestPaused: a paused cluster rolls and scales nothing, but status shows what would happen;
+// unpausing carries it out.
+func TestPaused(t *testing.T) {
+	t.Parallel()
+	ns := f.Namespace(t)
+	create(t, newCluster(ns, "web", 3, ""))
+	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	before := uids(t, ns, "web")
+	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Paused = true
+		cpuRequest("36m")(ec)
+		ec.Spec.Replicas = ptrInt32(5)
+	})
+	f.WaitFor(t, ns, "RollingUpdate Paused", time.Minute, rollingReason(ns, "web", "Paused"))
+	time.Sleep(5 * time.Second)
+	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a paused cluster changed Pods: %v -> %v", before, after)
+	}
+	ec, _ := get(context.Background(), ns, "web")
+	if ec.Status.Rollout == nil || len(ec.Status.Rollout.Pending) != 3 || ec.Status.Replicas != 3 {
+		t.Errorf("paused status should plan 3 rolls and hold 3 members: rollout %+v, members %d", ec.Status.Rollout, ec.Status.Replicas)
+	}
+	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Paused = false })
+	waitSettled(t, ns, "web", 5, 6*time.Minute)
+	podsOn(t, ns, "web", 5, "on the new resources", hasCPURequest("36m"))
+}
+
+func ptrInt32(v int32) *int32 { return &v }
