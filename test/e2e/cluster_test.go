@@ -58,6 +58,17 @@ func newCluster(ns, name string, replicas int32, medium stewardv1.StorageMedium,
 	return ec
 }
 
+// settledCluster creates a cluster in a fresh namespace and waits until it settles: the
+// starting point of most scenarios. It returns the namespace.
+func settledCluster(t *testing.T, name string, replicas int32, medium stewardv1.StorageMedium,
+	mutate ...func(*stewardv1.EtcdCluster)) string {
+	t.Helper()
+	ns := f.Namespace(t)
+	create(t, newCluster(ns, name, replicas, medium, mutate...))
+	waitSettled(t, ns, name, replicas, 4*time.Minute)
+	return ns
+}
+
 func create(t *testing.T, ec *stewardv1.EtcdCluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -63,9 +63,7 @@ func TestScale(t *testing.T) {
 	}{{"", []int32{5, 3, 1, 3}}, {stewardv1.StorageMediumMemory, []int32{5, 3}}} {
 		t.Run(medium(c.medium), func(t *testing.T) {
 			t.Parallel()
-			ns := f.Namespace(t)
-			create(t, newCluster(ns, "db", 3, c.medium))
-			waitSettled(t, ns, "db", 3, 3*time.Minute)
+			ns := settledCluster(t, "db", 3, c.medium)
 			cl := clientFor(t, ns, "db")
 			data := putData(t, cl, "/scale/", 50)
 
@@ -103,9 +101,7 @@ func TestRepairDeletedPods(t *testing.T) {
 	for _, md := range []stewardv1.StorageMedium{"", stewardv1.StorageMediumMemory} {
 		t.Run(medium(md), func(t *testing.T) {
 			t.Parallel()
-			ns := f.Namespace(t)
-			create(t, newCluster(ns, "db", 3, md))
-			waitSettled(t, ns, "db", 3, 3*time.Minute)
+			ns := settledCluster(t, "db", 3, md)
 			cl := clientFor(t, ns, "db")
 			data := putData(t, cl, "/repair/", 20)
 			m := monitor(t, ns, "db", func() []string { return memberNames("db", 3) })
@@ -167,9 +163,7 @@ func role(leader bool) string {
 // replaces it (remove, wipe, add a fresh member) while the others keep quorum.
 func TestRepairCrashLoop(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "db", 3, ""))
-	waitSettled(t, ns, "db", 3, 3*time.Minute)
+	ns := settledCluster(t, "db", 3, "")
 	cl := clientFor(t, ns, "db")
 	data := putData(t, cl, "/crash/", 20)
 	victim := "db-2"
@@ -210,9 +204,7 @@ func TestRepairCrashLoop(t *testing.T) {
 // TestDormant scales a PVC cluster to 0 and back: Pods go, data stays.
 func TestDormant(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "db", 3, ""))
-	waitSettled(t, ns, "db", 3, 3*time.Minute)
+	ns := settledCluster(t, "db", 3, "")
 	data := putData(t, clientFor(t, ns, "db"), "/dormant/", 20)
 	ids := memberIDs(t, ns, "db")
 

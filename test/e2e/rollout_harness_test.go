@@ -173,6 +173,16 @@ func podsOn(t *testing.T, ns, name string, n int, what string, check func(*corev
 	}
 }
 
+// assertPodsUntouched waits a few seconds (long enough for several reconciles) and fails if any
+// member Pod was recreated or restarted since before was taken with uids.
+func assertPodsUntouched(t *testing.T, ns, name string, before map[string]string, why string) {
+	t.Helper()
+	time.Sleep(5 * time.Second)
+	if after := uids(t, ns, name); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("%s: Pods changed %v -> %v", why, before, after)
+	}
+}
+
 func uids(t *testing.T, ns, name string) map[string]string {
 	out := map[string]string{}
 	for n, p := range memberPods(t, ns, name) {

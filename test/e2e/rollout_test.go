@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -43,9 +44,7 @@ func TestRollResources(t *testing.T) {
 		label := fmt.Sprintf("%d-%s", c.replicas, medium(c.medium))
 		t.Run(label, func(t *testing.T) {
 			t.Parallel()
-			ns := f.Namespace(t)
-			create(t, newCluster(ns, "web", c.replicas, c.medium))
-			waitSettled(t, ns, "web", c.replicas, 4*time.Minute)
+			ns := settledCluster(t, "web", c.replicas, c.medium)
 			lead := leader(t, ns, "web")
 			w := watchRoll(t, ns, "web", c.replicas)
 			w.change(cpuRequest("30m"))
@@ -77,9 +76,7 @@ func TestRollVersion(t *testing.T) {
 		t.Run(step[0]+"-to-"+step[1], func(t *testing.T) {
 			t.Parallel()
 			from, to := versionOf(t, step[0]), versionOf(t, step[1])
-			ns := f.Namespace(t)
-			create(t, newCluster(ns, "web", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = from }))
-			waitSettled(t, ns, "web", 3, 4*time.Minute)
+			ns := settledCluster(t, "web", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = from })
 			data := putData(t, clientFor(t, ns, "web"), "/version/", 30)
 			w := watchRoll(t, ns, "web", 3)
 			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = to })
@@ -108,9 +105,7 @@ func TestRollVersion(t *testing.T) {
 // patched in place with no restart.
 func TestRollOptionsAndMetadata(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "web", 3, ""))
-	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	ns := settledCluster(t, "web", 3, "")
 
 	before := uids(t, ns, "web")
 	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) {
@@ -126,14 +121,11 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 		}
 		return true, nil
 	})
-	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("a metadata change restarted Pods: %v -> %v", before, after)
-	}
+	assertPodsUntouched(t, ns, "web", before, "a metadata change must not restart Pods")
 
 	w := watchRoll(t, ns, "web", 3)
 	w.change(func(ec *stewardv1.EtcdCluster) {
-		ec.Spec.Options.SnapshotCount = new(int64)
-		*ec.Spec.Options.SnapshotCount = 5000
+		ec.Spec.Options.SnapshotCount = ptr.To[int64](5000)
 		ec.Spec.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"}
 	})
 	waitSettled(t, ns, "web", 3, 6*time.Minute)
@@ -155,18 +147,13 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 // template, nothing else is touched.
 func TestOnDelete(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "web", 3, "", func(ec *stewardv1.EtcdCluster) {
+	ns := settledCluster(t, "web", 3, "", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.UpdateStrategy.Type = stewardv1.OnDelete
-	}))
-	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	})
 	before := uids(t, ns, "web")
 	update(t, ns, "web", cpuRequest("40m"))
 	f.WaitFor(t, ns, "WaitingForDeletion", time.Minute, rollingReason(ns, "web", "WaitingForDeletion"))
-	time.Sleep(10 * time.Second)
-	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("OnDelete touched Pods on its own: %v -> %v", before, after)
-	}
+	assertPodsUntouched(t, ns, "web", before, "OnDelete must not touch Pods on its own")
 	ec, _ := get(context.Background(), ns, "web")
 	if ec.Status.Rollout == nil || len(ec.Status.Rollout.Pending) != 3 {
 		t.Errorf("status.rollout should list the 3 outdated members: %+v", ec.Status.Rollout)
@@ -219,9 +206,7 @@ func waitRolled(t *testing.T, ns, name string, n int32) {
 // rollUntilOneUpdated starts a 3-member cluster, watches it, changes its CPU request and returns
 // once the first member runs the new template: the mid-roll point the interruptions start from.
 func rollUntilOneUpdated(t *testing.T, md stewardv1.StorageMedium, cpu string) (string, *rollWatch) {
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "web", 3, md))
-	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	ns := settledCluster(t, "web", 3, md)
 	w := watchRoll(t, ns, "web", 3)
 	w.change(cpuRequest(cpu))
 	waitRolled(t, ns, "web", 1)
@@ -279,27 +264,20 @@ func TestRollInterrupted(t *testing.T) {
 // TestSingleMemberMemoryBlocked: rolling the only member of a memory cluster would lose all data.
 func TestSingleMemberMemoryBlocked(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "web", 1, stewardv1.StorageMediumMemory))
-	waitSettled(t, ns, "web", 1, 3*time.Minute)
+	ns := settledCluster(t, "web", 1, stewardv1.StorageMediumMemory)
 	before := uids(t, ns, "web")
 	update(t, ns, "web", cpuRequest("35m"))
 	f.WaitFor(t, ns, "Blocked", time.Minute, rollingReason(ns, "web", "Blocked"))
-	time.Sleep(5 * time.Second)
-	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("a blocked roll touched the Pod: %v -> %v", before, after)
-	}
+	assertPodsUntouched(t, ns, "web", before, "a blocked roll must not touch the Pod")
 }
 
 // TestStorageGrowthNotExpandable: the local StorageClass does not allow volume expansion, so a
 // larger storage.size is refused with a condition naming it, and nothing is disrupted.
 func TestStorageGrowthNotExpandable(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "web", 3, ""))
-	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	ns := settledCluster(t, "web", 3, "")
 	before := uids(t, ns, "web")
-	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = ptrQuantity("512Mi") })
+	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = ptr.To(resource.MustParse("512Mi")) })
 	f.WaitFor(t, ns, "NotExpandable reported", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		ec, err := get(ctx, ns, "web")
 		if err != nil {
@@ -308,32 +286,22 @@ func TestStorageGrowthNotExpandable(t *testing.T) {
 		c := meta.FindStatusCondition(ec.Status.Conditions, "Progressing")
 		return c != nil && strings.Contains(c.Message, "does not allow volume expansion"), fmt.Errorf("%s", condition(ec, "Progressing"))
 	})
-	time.Sleep(5 * time.Second)
-	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("a storage change the class cannot apply disrupted Pods: %v -> %v", before, after)
-	}
+	assertPodsUntouched(t, ns, "web", before, "a storage change the class cannot apply must not disrupt Pods")
 }
-
-func ptrQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 
 // TestPaused: a paused cluster rolls and scales nothing, but status shows what would happen;
 // unpausing carries it out.
 func TestPaused(t *testing.T) {
 	t.Parallel()
-	ns := f.Namespace(t)
-	create(t, newCluster(ns, "web", 3, ""))
-	waitSettled(t, ns, "web", 3, 4*time.Minute)
+	ns := settledCluster(t, "web", 3, "")
 	before := uids(t, ns, "web")
 	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Paused = true
 		cpuRequest("36m")(ec)
-		ec.Spec.Replicas = ptrInt32(5)
+		ec.Spec.Replicas = ptr.To[int32](5)
 	})
 	f.WaitFor(t, ns, "RollingUpdate Paused", time.Minute, rollingReason(ns, "web", "Paused"))
-	time.Sleep(5 * time.Second)
-	if after := uids(t, ns, "web"); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("a paused cluster changed Pods: %v -> %v", before, after)
-	}
+	assertPodsUntouched(t, ns, "web", before, "a paused cluster must not change Pods")
 	ec, _ := get(context.Background(), ns, "web")
 	if ec.Status.Rollout == nil || len(ec.Status.Rollout.Pending) != 3 || ec.Status.Replicas != 3 {
 		t.Errorf("paused status should plan 3 rolls and hold 3 members: rollout %+v, members %d", ec.Status.Rollout, ec.Status.Replicas)
@@ -342,5 +310,3 @@ func TestPaused(t *testing.T) {
 	waitSettled(t, ns, "web", 5, 6*time.Minute)
 	podsOn(t, ns, "web", 5, "on the new resources", hasCPURequest("36m"))
 }
-
-func ptrInt32(v int32) *int32 { return &v }
