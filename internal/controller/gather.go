@@ -177,6 +177,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		return f
 	}
 	o.client = c
+	c.Retain(all) // drop connections to Pods that went or moved
 	list, clusterID, err := c.MemberList(ctx)
 	if err != nil {
 		f.MemberListErr = err.Error()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -53,6 +54,12 @@ func (s EndpointStatus) Healthy() bool { return s.Err == nil && len(s.Errors) ==
 // is used only for per-endpoint calls (status), since learners refuse most requests.
 type Client struct {
 	c *clientv3.Client
+
+	// one holds a client per member endpoint, for calls that must reach one member (its status,
+	// a read through it, MoveLeader to the leader). Kept across reconciles: dialling every member
+	// anew every few seconds is what a steady cluster would otherwise cost.
+	mu  sync.Mutex
+	one map[string]*clientv3.Client
 }
 
 // New connects to the given endpoints. It does not block on connection: calls fail fast instead.
@@ -71,11 +78,42 @@ func New(endpoints []string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{c: c}, nil
+	return &Client{c: c, one: map[string]*clientv3.Client{}}, nil
 }
 
 // Close releases connections.
-func (c *Client) Close() error { return c.c.Close() }
+func (c *Client) Close() error {
+	c.Retain(nil)
+	return c.c.Close()
+}
+
+// endpoint returns the cached client of one member endpoint.
+func (c *Client) endpoint(ep string) (*clientv3.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if one, ok := c.one[ep]; ok {
+		return one, nil
+	}
+	one, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: CallTimeout,
+		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: CallTimeout, Logger: c.c.GetLogger()})
+	if err != nil {
+		return nil, err
+	}
+	c.one[ep] = one
+	return one, nil
+}
+
+// Retain closes the per-member clients of endpoints not listed (a Pod that went, or got a new IP).
+func (c *Client) Retain(endpoints []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ep, one := range c.one {
+		if !slices.Contains(endpoints, ep) {
+			_ = one.Close()
+			delete(c.one, ep)
+		}
+	}
+}
 
 // SetEndpoints replaces the endpoints used for cluster-wide calls.
 func (c *Client) SetEndpoints(endpoints []string) {

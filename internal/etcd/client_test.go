@@ -180,6 +180,44 @@ func addLearner(t *testing.T, c *Client, peerURL string) (Member, []Member, erro
 	}
 }
 
+// TestMemberConnectionsAreReused: per-member calls reuse one connection per endpoint across
+// reconciles, and Retain drops the connections of endpoints that went.
+func TestMemberConnectionsAreReused(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	c, err := New(cl.ClientURLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ep := cl.Members[0].ClientURL
+	for range 3 {
+		if s := c.Status(tctx(t), ep); !s.Healthy() {
+			t.Fatalf("status %+v", s)
+		}
+		if err := c.LinearizableRead(tctx(t), ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, _ := c.endpoint(ep)
+	if again, _ := c.endpoint(ep); again != first || len(c.one) != 1 {
+		t.Fatalf("%d member connections after repeated calls to one endpoint, want 1 reused", len(c.one))
+	}
+	if s := c.Status(tctx(t), "http://127.0.0.1:1"); s.Err == nil || s.Healthy() {
+		t.Fatalf("status of a dead endpoint = %+v, want an error", s)
+	}
+	c.Retain([]string{ep})
+	if len(c.one) != 1 {
+		t.Fatalf("%d connections after Retain of one endpoint", len(c.one))
+	}
+	c.Retain(nil)
+	if len(c.one) != 0 {
+		t.Fatal("Retain(nil) kept connections")
+	}
+	if err := c.LinearizableRead(tctx(t), ep); err != nil {
+		t.Fatalf("a dropped connection is not redialled: %v", err)
+	}
+}
+
 func TestPool(t *testing.T) {
 	p := NewPool()
 	dials := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -13,7 +14,13 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	s := EndpointStatus{Endpoint: endpoint}
-	resp, err := c.c.Status(ctx, endpoint)
+	one, err := c.endpoint(endpoint)
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	// Over the member's cached connection: clientv3's Maintenance.Status would dial anew each time.
+	resp, err := etcdserverpb.NewMaintenanceClient(one.ActiveConnection()).Status(ctx, &etcdserverpb.StatusRequest{})
 	if err != nil {
 		s.Err = err
 		return s
@@ -51,11 +58,10 @@ func (c *Client) Statuses(ctx context.Context, endpoints []string) []EndpointSta
 func (c *Client) LinearizableRead(ctx context.Context, endpoint string) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	one, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: CallTimeout, Logger: c.c.GetLogger()})
+	one, err := c.endpoint(endpoint)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = one.Close() }()
 	if _, err := one.Get(ctx, "steward-health", clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("linearizable read through %s: %w", endpoint, err)
 	}
@@ -67,11 +73,10 @@ func (c *Client) LinearizableRead(ctx context.Context, endpoint string) error {
 func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	one, err := clientv3.New(clientv3.Config{Endpoints: []string{leaderEndpoint}, DialTimeout: CallTimeout, Logger: c.c.GetLogger()})
+	one, err := c.endpoint(leaderEndpoint)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = one.Close() }()
 	if _, err := one.MoveLeader(ctx, target); err != nil {
 		return fmt.Errorf("moving leadership to %s: %w", IDString(target), err)
 	}
