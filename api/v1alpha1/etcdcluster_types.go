@@ -40,8 +40,13 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:validation:Minimum=30
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
-	// TLS (tls), authentication (auth) and restore from a backup (bootstrap) arrive in later
-	// versions of this API.
+	// tls is mutual TLS on both planes, on by default with a CA Steward runs for the cluster.
+	// +optional
+	// +kubebuilder:default={}
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Authentication (auth) and restore from a backup (bootstrap) arrive in later versions of this
+	// API.
 }
 
 // UpdateStrategyType is how changed settings reach running members.
@@ -131,7 +136,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, RollingUpdate.
+	// tls shows certificate expiries and the CA rotation pass.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+
+	// conditions: Available, Progressing, Degraded, RollingUpdate, and with TLS TLSMaterialValid and
+	// CertificatesExpiring.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

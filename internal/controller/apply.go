@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/plan"
 	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/internal/tlsplan"
 )
 
 // MemberFinalizer holds an EtcdMember until it has left etcd and its Pod (and PVC) are gone.
@@ -55,7 +56,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	case plan.CreateMember:
 		return r.createMember(ctx, ec, a.Member, a.Ordinal)
 	case plan.BootstrapSeed:
-		self := a.Member + "=" + resources.PeerURL(ec.Name, ec.Namespace, a.Member)
+		self := a.Member + "=" + resources.PeerURL(ec, a.Member)
 		return r.startPod(ctx, ec, o, m, resources.Bootstrap{InitialCluster: self, State: resources.StateNew}, true)
 	case plan.CreatePod:
 		boot := resources.Bootstrap{InitialCluster: initialCluster(ec, o, m), State: resources.StateExisting}
@@ -67,7 +68,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		if o.client == nil {
 			return errors.New("no etcd client to add a learner")
 		}
-		added, _, err := o.client.AddLearner(ctx, resources.PeerURL(ec.Name, ec.Namespace, m.Name))
+		added, _, err := o.client.AddLearner(ctx, resources.PeerURL(ec, m.Name))
 		if errors.Is(err, etcd.ErrClusterNotSettled) {
 			return errRetry
 		}
@@ -145,7 +146,7 @@ func (r *EtcdClusterReconciler) createMember(ctx context.Context, ec *stewardv1.
 // initialCluster is --initial-cluster for a joining member, from the live member list. A learner
 // added but not yet started has no name in etcd; that is the joiner itself.
 func initialCluster(ec *stewardv1.EtcdCluster, o *observed, m *stewardv1.EtcdMember) string {
-	self := resources.PeerURL(ec.Name, ec.Namespace, m.Name)
+	self := resources.PeerURL(ec, m.Name)
 	var parts []string
 	for _, lm := range o.facts.Etcd.Members {
 		name := lm.Name
@@ -175,8 +176,21 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 			return err
 		}
 	}
-	pod := resources.Pod(resources.Member{Cluster: ec, Name: m.Name, Template: &m.Spec.Template, Bootstrap: boot, Voter: voter},
-		r.EtcdImageRepository)
+	member := resources.Member{Cluster: ec, Name: m.Name, Template: &m.Spec.Template, Bootstrap: boot, Voter: voter}
+	if ec.TLSEnabled() {
+		// The Pod records the trust its Secret holds now, which is what its etcd will load; no
+		// Secret yet means the certificate step has not issued it: fail closed, come back.
+		s := o.tls.secrets[m.Name]
+		ms := (*tlsplan.MemberSecret)(nil)
+		if s != nil {
+			ms = parseMemberSecret(s)
+		}
+		if ms == nil {
+			return errRetry
+		}
+		member.Trust = tlsplan.FormatTrust(ms.Trust)
+	}
+	pod := resources.Pod(member, r.EtcdImageRepository)
 	if err := controllerutil.SetControllerReference(m, pod, r.Client.Scheme()); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/manager"
+	"github.com/etcd-steward/steward/internal/pki"
 	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/internal/testenv"
 )
@@ -92,7 +93,7 @@ func TestBootstrapCreatesOnlyTheSeed(t *testing.T) {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-0"}, pod)
 	})
 	args := strings.Join(pod.Spec.Containers[0].Args, " ")
-	for _, want := range []string{"--initial-cluster-state=new", "--initial-cluster=db-0=http://db-0.db." + ns + ".svc:2380"} {
+	for _, want := range []string{"--initial-cluster-state=new", "--initial-cluster=db-0=https://db-0.db." + ns + ".svc:2380"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("seed args lack %s: %s", want, args)
 		}
@@ -104,6 +105,7 @@ func TestBootstrapCreatesOnlyTheSeed(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "data-db-0"}, &pvc); err != nil {
 		t.Fatalf("seed PVC: %v", err)
 	}
+	checkSeedTLS(t, ns, pod)
 
 	// With no kubelet the seed never runs, so the cluster must not grow past it, and say why.
 	eventually(t, "status says it waits for the seed", func() error {
@@ -211,5 +213,43 @@ func TestDeletionFollowsRetentionPolicy(t *testing.T) {
 				t.Error("the default retention deleted data")
 			}
 		})
+	}
+}
+
+// checkSeedTLS: TLS is on by default, so the seed's Secret exists before its Pod, holds server and
+// peer leaves that validate for the member under the cluster CA, and the Pod records that CA as
+// the trust it starts with. The application client Secret is there too.
+func checkSeedTLS(t *testing.T, ns string, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	get := func(name string) *corev1.Secret {
+		var s corev1.Secret
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+			t.Fatalf("Secret %s: %v", name, err)
+		}
+		return &s
+	}
+	ca, err := pki.LoadCA(get("db-ca").Data[pki.KeyCA], get("db-ca").Data[pki.KeyCAKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := get("db-0-tls")
+	names := pki.MemberNames{Cluster: "db", Namespace: ns, Member: "db-0"}
+	for _, c := range []struct {
+		cert, key string
+		usage     pki.Usage
+	}{{resources.KeyServerCert, resources.KeyServerKey, pki.Server}, {resources.KeyPeerCert, resources.KeyPeerKey, pki.Peer}} {
+		m := pki.Material{Cert: member.Data[c.cert], Key: member.Data[c.key], CA: member.Data[resources.KeyPeerCA]}
+		if err := pki.Validate(m, pki.ExpectMember(c.usage, names), time.Now()); err != nil {
+			t.Errorf("%s: %v", c.cert, err)
+		}
+	}
+	if got, want := pod.Annotations[resources.AnnotationTrust], pki.Fingerprint(ca.Cert); got != want {
+		t.Errorf("seed Pod trusts %q, want the cluster CA %s", got, want)
+	}
+	app := get("db-client-tls")
+	m := pki.Material{Cert: app.Data[pki.KeyCert], Key: app.Data[pki.KeyKey], CA: app.Data[pki.KeyCA]}
+	if err := pki.Validate(m, pki.Expect{Usage: pki.Client}, time.Now()); err != nil || app.Type != corev1.SecretTypeTLS {
+		t.Errorf("application client Secret (%s): %v", app.Type, err)
 	}
 }

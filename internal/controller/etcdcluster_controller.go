@@ -47,7 +47,7 @@ type EtcdClusterReconciler struct {
 // +kubebuilder:rbac:groups=etcd.steward.dev,resources=etcdclusters;etcdmembers,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=etcd.steward.dev,resources=etcdclusters/status;etcdmembers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.steward.dev,resources=etcdclusters/finalizers;etcdmembers/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods;persistentvolumeclaims;services;secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -66,13 +66,26 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.ensureFinalizer(ctx, &ec); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.ensureServices(ctx, &ec); err != nil {
+	err := r.ensureServices(ctx, &ec)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 
+	var tlsObs *tlsObserved
+	if ec.TLSEnabled() {
+		if tlsObs, err = r.prepareTLS(ctx, &ec); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	o, err := r.gather(ctx, &ec)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	o.tls = tlsObs
+	if tlsObs != nil {
+		if err := r.reconcileTLS(ctx, &ec, o, tlsObs); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if err := r.syncVoterLabels(ctx, &ec, o); err != nil {
 		return ctrl.Result{}, err
@@ -101,13 +114,21 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		logger.V(1).Info("waiting", "message", a.Message)
 		return ctrl.Result{RequeueAfter: whileWaiting}, nil
 	case a.Kind == plan.Nothing:
-		return ctrl.Result{RequeueAfter: whenSettled}, nil
+		return ctrl.Result{RequeueAfter: settledRequeue(o)}, nil
 	}
 	logger.Info("applied", "message", a.Message)
 	if a.Kind != plan.RecordPhase {
 		r.event(&ec, corev1.EventTypeNormal, string(a.Kind), "%s", a.Message)
 	}
 	return ctrl.Result{RequeueAfter: afterAction}, nil
+}
+
+// settledRequeue comes back for the next certificate renewal if it falls before the usual check.
+func settledRequeue(o *observed) time.Duration {
+	if o.tls != nil && o.tls.decision.RequeueAfter > 0 && o.tls.decision.RequeueAfter < whenSettled {
+		return o.tls.decision.RequeueAfter
+	}
+	return whenSettled
 }
 
 func (r *EtcdClusterReconciler) event(ec *stewardv1.EtcdCluster, kind, reason, format string, args ...any) {
@@ -133,6 +154,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, byCluster).
 		Watches(&corev1.PersistentVolumeClaim{}, byCluster).
+		Watches(&corev1.Secret{}, byCluster).
 		Named("etcdcluster").
 		Complete(r)
 }

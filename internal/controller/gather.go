@@ -34,6 +34,8 @@ type observed struct {
 	clusterID string
 	// endpoints maps member name to its client URL (by Pod IP).
 	endpoints map[string]string
+	// tls is nil for a plaintext cluster.
+	tls *tlsObserved
 }
 
 // gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.
@@ -72,12 +74,12 @@ func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCl
 		o.members[m.Name] = m
 		pm := plan.Member{
 			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID,
-			PeerURL:  resources.PeerURL(ec.Name, ec.Namespace, m.Name),
+			PeerURL:  resources.PeerURL(ec, m.Name),
 			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
 			Pod: podFacts(o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
 		}
 		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			o.endpoints[m.Name] = fmt.Sprintf("http://%s:%d", p.Status.PodIP, resources.ClientPort)
+			o.endpoints[m.Name] = fmt.Sprintf("%s://%s:%d", resources.Scheme(ec), p.Status.PodIP, resources.ClientPort)
 		}
 		if m.Status.PhaseSince != nil && m.Status.Phase != stewardv1.MemberRunning && m.Status.PhaseSince.After(f.StepStarted) {
 			f.StepStarted = m.Status.PhaseSince.Time
@@ -171,7 +173,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		voters = all
 	}
 	slices.Sort(voters)
-	c, err := r.Etcd.Get(string(ec.UID), voters)
+	c, err := r.Etcd.Get(string(ec.UID), voters, ec.TLSEnabled())
 	if err != nil {
 		f.MemberListErr = err.Error()
 		return f

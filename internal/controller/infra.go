@@ -69,7 +69,7 @@ func (r *EtcdClusterReconciler) syncVoterLabels(ctx context.Context, ec *steward
 		return nil
 	}
 	for name, p := range o.pods {
-		lm, listed := o.facts.Etcd.Match(name, resources.PeerURL(ec.Name, ec.Namespace, name))
+		lm, listed := o.facts.Etcd.Match(name, resources.PeerURL(ec, name))
 		want := "false"
 		if listed && !lm.IsLearner {
 			want = "true"

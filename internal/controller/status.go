@@ -39,6 +39,9 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 		meta.SetStatusCondition(&s.Conditions, c)
 	}
 	meta.SetStatusCondition(&s.Conditions, versionCondition(ec, d.VersionWarning))
+	if o.tls != nil {
+		setTLSStatus(ec, o.tls)
+	}
 	if d.DeadlineExceeded && !wasDeadlineExceeded(ec) {
 		r.event(ec, corev1.EventTypeWarning, "ProgressDeadlineExceeded", "%s", d.Action.Message)
 	}

@@ -5,6 +5,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -60,25 +61,36 @@ type Client struct {
 	// anew every few seconds is what a steady cluster would otherwise cost.
 	mu  sync.Mutex
 	one map[string]*clientv3.Client
+	tls *tls.Config
 }
 
-// New connects to the given endpoints. It does not block on connection: calls fail fast instead.
-func New(endpoints []string) (*Client, error) {
+// New connects to the given endpoints, with TLS when creds is not nil. It does not block on
+// connection: calls fail fast instead.
+func New(endpoints []string, creds *Credentials) (*Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("no etcd endpoints")
 	}
-	c, err := clientv3.New(clientv3.Config{
+	var tc *tls.Config
+	if creds != nil {
+		tc = creds.Config()
+	}
+	c, err := clientv3.New(config(endpoints, tc, zap.NewNop()))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c: c, one: map[string]*clientv3.Client{}, tls: tc}, nil
+}
+
+func config(endpoints []string, tc *tls.Config, logger *zap.Logger) clientv3.Config {
+	return clientv3.Config{
 		Endpoints:            endpoints,
+		TLS:                  tc,
 		DialTimeout:          CallTimeout,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: CallTimeout,
 		AutoSyncInterval:     0, // Steward sets endpoints from its own view of the voters.
-		Logger:               zap.NewNop(),
-	})
-	if err != nil {
-		return nil, err
+		Logger:               logger,
 	}
-	return &Client{c: c, one: map[string]*clientv3.Client{}}, nil
 }
 
 // Close releases connections.
@@ -94,8 +106,7 @@ func (c *Client) endpoint(ep string) (*clientv3.Client, error) {
 	if one, ok := c.one[ep]; ok {
 		return one, nil
 	}
-	one, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: CallTimeout,
-		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: CallTimeout, Logger: c.c.GetLogger()})
+	one, err := clientv3.New(config([]string{ep}, c.tls, c.c.GetLogger()))
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func leaderOf(t *testing.T, c *Client, endpoints []string) (leader uint64, endpo
 // a leader hand-off and a scale-down use them.
 func TestClientAgainstRealEtcd(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
-	c, err := New(cl.ClientURLs())
+	c, err := New(cl.ClientURLs(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestClientAgainstRealEtcd(t *testing.T) {
 
 func TestPromoteNotReadyIsTyped(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
-	c, err := New(cl.ClientURLs())
+	c, err := New(cl.ClientURLs(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func addLearner(t *testing.T, c *Client, peerURL string) (Member, []Member, erro
 // reconciles, and Retain drops the connections of endpoints that went.
 func TestMemberConnectionsAreReused(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
-	c, err := New(cl.ClientURLs())
+	c, err := New(cl.ClientURLs(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,19 +221,19 @@ func TestMemberConnectionsAreReused(t *testing.T) {
 func TestPool(t *testing.T) {
 	p := NewPool()
 	dials := 0
-	p.dial = func(eps []string) (*Client, error) { dials++; return New(eps) }
-	a, err := p.Get("ns/a/uid1", []string{"http://127.0.0.1:1"})
+	p.dial = func(eps []string, creds *Credentials) (*Client, error) { dials++; return New(eps, creds) }
+	a, err := p.Get("ns/a/uid1", []string{"http://127.0.0.1:1"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := p.Get("ns/a/uid1", []string{"http://127.0.0.1:2", "http://127.0.0.1:1"})
+	b, _ := p.Get("ns/a/uid1", []string{"http://127.0.0.1:2", "http://127.0.0.1:1"}, false)
 	if a != b || dials != 1 {
 		t.Fatalf("second Get dialled again (%d dials)", dials)
 	}
 	if got := b.Endpoints(); !slices.Contains(got, "http://127.0.0.1:2") {
 		t.Fatalf("endpoints not refreshed: %v", got)
 	}
-	if _, err := p.Get("ns/a/uid2", []string{"http://127.0.0.1:3"}); err != nil || p.Len() != 2 {
+	if _, err := p.Get("ns/a/uid2", []string{"http://127.0.0.1:3"}, false); err != nil || p.Len() != 2 {
 		t.Fatalf("a recreated cluster must get its own client: %d clients, %v", p.Len(), err)
 	}
 	p.Forget("ns/a/uid1")

@@ -10,22 +10,44 @@ import (
 type Pool struct {
 	mu      sync.Mutex
 	clients map[string]*Client
+	creds   map[string]*Credentials
 	// dial is New, replaceable in tests.
-	dial func(endpoints []string) (*Client, error)
+	dial func(endpoints []string, creds *Credentials) (*Client, error)
 }
 
 // NewPool returns an empty pool.
-func NewPool() *Pool { return &Pool{clients: map[string]*Client{}, dial: New} }
+func NewPool() *Pool {
+	return &Pool{clients: map[string]*Client{}, creds: map[string]*Credentials{}, dial: New}
+}
 
-// Get returns the cluster's client, pointed at endpoints (the voters' client URLs).
-func (p *Pool) Get(key string, endpoints []string) (*Client, error) {
+// Credentials returns the cluster's TLS credentials, created empty on first use. Updating them
+// reaches every cached connection of the cluster on its next handshake.
+func (p *Pool) Credentials(key string) *Credentials {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.creds[key]
+	if !ok {
+		c = &Credentials{}
+		p.creds[key] = c
+	}
+	return c
+}
+
+// Get returns the cluster's client, pointed at endpoints (the voters' client URLs). With secure,
+// it uses the cluster's Credentials; a cluster's TLS setting never changes (it is locked at
+// creation), so the cached client is always of the right kind.
+func (p *Pool) Get(key string, endpoints []string, secure bool) (*Client, error) {
+	var creds *Credentials
+	if secure {
+		creds = p.Credentials(key)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.clients[key]; ok {
 		c.SetEndpoints(endpoints)
 		return c, nil
 	}
-	c, err := p.dial(endpoints)
+	c, err := p.dial(endpoints, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +60,7 @@ func (p *Pool) Forget(key string) {
 	p.mu.Lock()
 	c, ok := p.clients[key]
 	delete(p.clients, key)
+	delete(p.creds, key)
 	p.mu.Unlock()
 	if ok {
 		_ = c.Close()

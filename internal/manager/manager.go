@@ -47,6 +47,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cacheOpts := cache.Options{SyncPeriod: &sync, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   {Label: owned},
 		&corev1.PersistentVolumeClaim{}: {Label: owned},
+		&corev1.Secret{}:                {Label: owned},
 	}}
 	if len(o.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}

@@ -71,6 +71,9 @@ func NewCA(cluster, namespace string, now time.Time, lifetime time.Duration) (*C
 			CommonName:         fmt.Sprintf("steward-ca %s/%s", namespace, cluster),
 			Organization:       []string{"etcd.steward.dev"},
 			OrganizationalUnit: []string{namespace + "/" + cluster},
+			// A distinct subject per CA: during a rotation a member's handshake lists the CAs it
+			// accepts by subject, and clients pick the certificate to present from that list.
+			SerialNumber: serial.Text(16),
 		},
 		NotBefore:             now.Add(-Backdate),
 		NotAfter:              now.Add(lifetime),

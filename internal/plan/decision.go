@@ -59,6 +59,8 @@ const (
 	ReasonScalingUp        Reason = "ScalingUp"
 	ReasonScalingDown      Reason = "ScalingDown"
 	ReasonExpanding        Reason = "ExpandingStorage"
+	ReasonTLSHold          Reason = "TLSMaterialNotReady"
+	ReasonTLSPending       Reason = "CertificatesInProgress"
 	ReasonNotExpandable    Reason = "StorageNotExpandable"
 	ReasonResizingFS       Reason = "ResizingFilesystem"
 	ReasonNoLeaderTarget   Reason = "NoLeadershipTarget"

@@ -43,6 +43,16 @@ type Facts struct {
 	StepStarted time.Time
 	// Limits override the defaults; zero fields keep them.
 	Limits Limits
+	// TLS is what the certificate step (internal/tlsplan) reported.
+	TLS TLS
+}
+
+// TLS is the certificate step's verdict for the plan.
+type TLS struct {
+	// Hold: material is missing or unsafe; no Pod is created and no member disrupted.
+	Hold string
+	// Pending: certificate work without disruption is in flight; the cluster is not reconciled.
+	Pending string
 }
 
 // Member is one EtcdMember with what the controller saw of its Pod and PVC.
@@ -62,6 +72,9 @@ type Member struct {
 	Template v1alpha1.MemberTemplate
 	Pod      Pod
 	PVC      PVC
+	// TrustOutdated: the member's etcd started with other trusted CAs than its TLS Secret now
+	// holds (a CA rotation pass); loading them takes a restart, so the member is rolled.
+	TrustOutdated bool
 }
 
 // Pod is what the controller saw of the member's Pod.

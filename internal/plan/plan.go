@@ -23,6 +23,7 @@ func Plan(f Facts) Decision {
 		// Status should already show the plan for the spec about to be adopted.
 		v.setTarget(f.specTemplate())
 	}
+	a = v.tlsGate(a)
 	d.Action = a
 	v.fillStatus(&d)
 	return d
@@ -51,6 +52,30 @@ func (v *view) decide() Action {
 		}
 	}
 	return act(Nothing, "", ReasonReconciled, "every member runs the observed template and is healthy")
+}
+
+// tlsGate fails closed while TLS material is not ready: nothing that starts a Pod or takes a member
+// down runs, since the Pod could not start (or would start on material that breaks
+// authentication). A cluster with certificate work in flight is not reported as reconciled.
+func (v *view) tlsGate(a Action) Action {
+	t := v.f.TLS
+	starts := a.Kind == CreatePod || a.Kind == BootstrapSeed || a.Kind == AddLearner
+	if t.Hold != "" && (starts || a.Disruption != nil || a.Kind == MoveLeader) {
+		return wait(ReasonTLSHold, "%s waits for TLS material: %s", a, t.Hold)
+	}
+	if a.Kind == Nothing && (t.Hold != "" || t.Pending != "") {
+		return wait(ReasonTLSPending, "%s", firstNonEmpty(t.Hold, t.Pending))
+	}
+	return a
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
 }
 
 func (v *view) clusterDeleting() (Action, bool) {

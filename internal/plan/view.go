@@ -69,6 +69,9 @@ func (v *view) setTarget(t v1alpha1.MemberTemplate) {
 	v.target = t
 	for _, m := range v.members {
 		m.change = Compare(m.Template, t, v.f.medium())
+		if m.TrustOutdated {
+			m.change |= ChangeRoll
+		}
 		if expansionNeeded(m.PVC, t, v.f.medium()) {
 			m.change |= ChangeExpand
 		}

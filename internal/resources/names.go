@@ -68,15 +68,32 @@ func MemberHost(cluster, namespace, member string) string {
 	return fmt.Sprintf("%s.%s.%s.svc", member, PeerServiceName(cluster), namespace)
 }
 
+// Scheme is the URL scheme of the cluster's planes: https with TLS (the default), else http.
+func Scheme(ec *stewardv1.EtcdCluster) string {
+	if ec.TLSEnabled() {
+		return "https"
+	}
+	return "http"
+}
+
 // PeerURL is the member's peer URL as etcd records it; the member list is matched on it.
-func PeerURL(cluster, namespace, member string) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, namespace, member), PeerPort)
+func PeerURL(ec *stewardv1.EtcdCluster, member string) string {
+	return fmt.Sprintf("%s://%s:%d", Scheme(ec), MemberHost(ec.Name, ec.Namespace, member), PeerPort)
 }
 
 // ClientURL is the member's advertised client URL.
-func ClientURL(cluster, namespace, member string) string {
-	return fmt.Sprintf("http://%s:%d", MemberHost(cluster, namespace, member), ClientPort)
+func ClientURL(ec *stewardv1.EtcdCluster, member string) string {
+	return fmt.Sprintf("%s://%s:%d", Scheme(ec), MemberHost(ec.Name, ec.Namespace, member), ClientPort)
 }
+
+// CASecretName holds the cluster CA Steward runs (and the next one during a rotation).
+func CASecretName(cluster string) string { return cluster + "-ca" }
+
+// MemberTLSSecretName holds a member's server and peer certificates and trust bundles.
+func MemberTLSSecretName(member string) string { return member + "-tls" }
+
+// ClientTLSSecretName is the Secret applications mount: a client certificate and the trust bundle.
+func ClientTLSSecretName(cluster string) string { return cluster + "-client-tls" }
 
 // ClusterToken is --initial-cluster-token: derived from the EtcdCluster's UID, so a cluster
 // deleted and recreated under the same name never joins members that kept the old data.

@@ -41,7 +41,25 @@ type Member struct {
 	Bootstrap Bootstrap
 	// Voter sets LabelVoter so the client Service routes to the member.
 	Voter bool
+	// Trust is the value of the trusted-CAs annotation: the trust bundle in the member's TLS
+	// Secret when the Pod is created, which is what its etcd will load.
+	Trust string
 }
+
+// TLS files in the member's Secret, mounted at TLSMountPath.
+const (
+	TLSMountPath  = "/etc/etcd/tls"
+	KeyServerCert = "server.crt"
+	KeyServerKey  = "server.key"
+	KeyPeerCert   = "peer.crt"
+	KeyPeerKey    = "peer.key"
+	// KeyPeerCA and KeyClientCA are the planes' trust bundles, kept apart so a client certificate
+	// can never pass as a peer.
+	KeyPeerCA   = "peer-ca.crt"
+	KeyClientCA = "client-ca.crt"
+	// AnnotationTrust mirrors tlsplan.TrustAnnotation (resources cannot import tlsplan).
+	AnnotationTrust = "etcd.steward.dev/trusted-cas"
+)
 
 // Pod builds the member's Pod. imageRepository is used when the template sets no image.
 func Pod(m Member, imageRepository string) *corev1.Pod {
@@ -88,7 +106,23 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 			Volumes: []corev1.Volume{dataVolume(m.Name, t)},
 		},
 	}
+	if ec.TLSEnabled() {
+		pod.Annotations = withKey(pod.Annotations, AnnotationTrust, m.Trust)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: MemberTLSSecretName(m.Name), DefaultMode: ptr.To[int32](0o400)},
+		}})
+		c := &pod.Spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: TLSMountPath, ReadOnly: true})
+	}
 	return pod
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
 // MemberLabels are a member Pod's labels: the user's podMetadata labels, then Steward's own, which
@@ -148,17 +182,28 @@ func affinity(cluster string, t *stewardv1.MemberTemplate) *corev1.Affinity {
 // user's extraArgs in name order, so the same template always yields the same command line.
 func Args(m Member) []string {
 	ec, t := m.Cluster, m.Template
+	scheme := Scheme(ec)
 	args := []string{
 		"--name=" + m.Name,
 		"--data-dir=" + DataMountPath + "/data",
-		fmt.Sprintf("--listen-peer-urls=http://0.0.0.0:%d", PeerPort),
-		fmt.Sprintf("--listen-client-urls=http://0.0.0.0:%d", ClientPort),
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", scheme, PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", scheme, ClientPort),
+		// Metrics and /health stay plaintext on their own port, for probes and scrapers.
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
-		"--initial-advertise-peer-urls=" + PeerURL(ec.Name, ec.Namespace, m.Name),
-		"--advertise-client-urls=" + ClientURL(ec.Name, ec.Namespace, m.Name),
+		"--initial-advertise-peer-urls=" + PeerURL(ec, m.Name),
+		"--advertise-client-urls=" + ClientURL(ec, m.Name),
 		"--initial-cluster=" + m.Bootstrap.InitialCluster,
 		"--initial-cluster-state=" + string(m.Bootstrap.State),
 		"--initial-cluster-token=" + ClusterToken(ec),
+	}
+	if ec.TLSEnabled() {
+		f := func(key string) string { return TLSMountPath + "/" + key }
+		args = append(args,
+			"--cert-file="+f(KeyServerCert), "--key-file="+f(KeyServerKey),
+			"--client-cert-auth=true", "--trusted-ca-file="+f(KeyClientCA),
+			"--peer-cert-file="+f(KeyPeerCert), "--peer-key-file="+f(KeyPeerKey),
+			"--peer-client-cert-auth=true", "--peer-trusted-ca-file="+f(KeyPeerCA),
+		)
 	}
 	args = append(args, optionArgs(&t.Options)...)
 	for _, k := range slices.Sorted(maps.Keys(t.Options.ExtraArgs)) {

@@ -34,11 +34,21 @@ func member(ec *stewardv1.EtcdCluster) Member {
 }
 
 func TestNames(t *testing.T) {
-	if got := PeerURL("db", "ns", "db-2"); got != "http://db-2.db.ns.svc:2380" {
+	plain := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
+		Spec: stewardv1.EtcdClusterSpec{TLS: &stewardv1.TLSSpec{Enabled: ptr.To(false)}}}
+	if got := PeerURL(plain, "db-2"); got != "http://db-2.db.ns.svc:2380" {
 		t.Errorf("PeerURL = %s", got)
 	}
-	if got := ClientURL("db", "ns", "db-2"); got != "http://db-2.db.ns.svc:2379" {
+	if got := ClientURL(plain, "db-2"); got != "http://db-2.db.ns.svc:2379" {
 		t.Errorf("ClientURL = %s", got)
+	}
+	secure := plain.DeepCopy()
+	secure.Spec.TLS = nil // on by default
+	if got := PeerURL(secure, "db-2"); got != "https://db-2.db.ns.svc:2380" {
+		t.Errorf("PeerURL with TLS = %s", got)
+	}
+	if got := ClientURL(secure, "db-2"); got != "https://db-2.db.ns.svc:2379" {
+		t.Errorf("ClientURL with TLS = %s", got)
 	}
 	if MemberName("db", 7) != "db-7" || PVCName("db-7") != "data-db-7" || ClientServiceName("db") != "db-client" {
 		t.Error("member, PVC or client Service name changed: existing clusters would be orphaned")
@@ -152,8 +162,11 @@ func TestArgs(t *testing.T) {
 	args := Args(member(ec))
 	for _, want := range []string{
 		"--name=db-1", "--data-dir=/var/lib/etcd/data",
-		"--initial-advertise-peer-urls=http://db-1.db.ns.svc:2380",
-		"--advertise-client-urls=http://db-1.db.ns.svc:2379",
+		"--initial-advertise-peer-urls=https://db-1.db.ns.svc:2380",
+		"--advertise-client-urls=https://db-1.db.ns.svc:2379",
+		"--listen-client-urls=https://0.0.0.0:2379", "--listen-metrics-urls=http://0.0.0.0:2381",
+		"--client-cert-auth=true", "--peer-client-cert-auth=true",
+		"--trusted-ca-file=/etc/etcd/tls/client-ca.crt", "--peer-trusted-ca-file=/etc/etcd/tls/peer-ca.crt",
 		"--initial-cluster=db-0=http://db-0.db.ns.svc:2380,db-1=http://db-1.db.ns.svc:2380",
 		"--initial-cluster-state=existing", "--initial-cluster-token=db-uid-1",
 		"--quota-backend-bytes=4294967296", "--auto-compaction-mode=periodic", "--auto-compaction-retention=1h",
@@ -175,6 +188,38 @@ func TestArgs(t *testing.T) {
 		if strings.HasPrefix(a, "--snapshot-count") || strings.HasPrefix(a, "--log-level") {
 			t.Errorf("unset option produced %s", a)
 		}
+	}
+}
+
+// A plaintext cluster listens on http and names no TLS file; a TLS one mounts its member Secret
+// and records the trust it starts with.
+func TestPodTLS(t *testing.T) {
+	plain := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)} })
+	for _, a := range Args(member(plain)) {
+		if strings.Contains(a, "https") || strings.Contains(a, "cert") || strings.Contains(a, "tls") {
+			t.Errorf("plaintext cluster got %s", a)
+		}
+	}
+	if p := Pod(member(plain), "repo"); len(p.Spec.Volumes) != 1 || p.Annotations[AnnotationTrust] != "" {
+		t.Errorf("plaintext Pod volumes %v annotations %v", p.Spec.Volumes, p.Annotations)
+	}
+	m := member(cluster(nil))
+	m.Trust = "abc,def"
+	p := Pod(m, "repo")
+	if p.Annotations[AnnotationTrust] != "abc,def" {
+		t.Errorf("trust annotation = %q", p.Annotations[AnnotationTrust])
+	}
+	var found bool
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "db-1-tls" {
+			found = true
+		}
+	}
+	mounted := slices.ContainsFunc(p.Spec.Containers[0].VolumeMounts, func(vm corev1.VolumeMount) bool {
+		return vm.MountPath == TLSMountPath && vm.ReadOnly
+	})
+	if !found || !mounted {
+		t.Errorf("TLS Secret volume %v mounted %v", found, mounted)
 	}
 }
 

@@ -1,0 +1,125 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TLSSource is where a plane's certificates come from.
+// +kubebuilder:validation:Enum=Operator;Secret
+type TLSSource string
+
+const (
+	// TLSSourceOperator: Steward runs a CA per cluster and issues, renews and rotates everything.
+	TLSSourceOperator TLSSource = "Operator"
+	// TLSSourceSecret: the user provides a Secret with tls.crt, tls.key and ca.crt; Steward
+	// validates it, copies it onto the members when it changes, and rotates the CA in passes when
+	// ca.crt changes.
+	TLSSourceSecret TLSSource = "Secret"
+)
+
+// TLSSpec is mutual TLS on etcd's peer and client planes. On by default.
+// +kubebuilder:validation:XValidation:rule="!has(self.caDuration) || !has(self.certificateDuration) || duration(self.caDuration) - duration(self.certificateDuration) >= duration(self.certificateDuration)",message="spec.tls.caDuration must be at least twice spec.tls.certificateDuration, so leaves can be renewed under one CA"
+type TLSSpec struct {
+	// enabled turns mutual TLS on for both planes. It is fixed when the cluster is created.
+	// +optional
+	// +kubebuilder:default=true
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tls.enabled is fixed at creation: switching between plaintext and TLS changes every member's peer URL; create a new cluster and move the data"
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// clusterDomain is the Kubernetes DNS suffix put in member certificates.
+	// +optional
+	// +kubebuilder:default="cluster.local"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tls.clusterDomain is fixed at creation"
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+
+	// certificateDuration is the lifetime of the leaf certificates Steward issues (members, its own
+	// client, the application client Secret). Leaves are renewed without restarts.
+	// +optional
+	// +kubebuilder:default="2160h"
+	CertificateDuration *metav1.Duration `json:"certificateDuration,omitempty"`
+
+	// caDuration is the lifetime of the CA Steward creates. Steward rotates the CA in passes before
+	// it expires.
+	// +optional
+	// +kubebuilder:default="43800h"
+	CADuration *metav1.Duration `json:"caDuration,omitempty"`
+
+	// renewBeforePercentage: a certificate is renewed (a CA rotated) when this share of its lifetime
+	// is left. The default renews at two thirds of the lifetime.
+	// +optional
+	// +kubebuilder:default=33
+	// +kubebuilder:validation:Minimum=5
+	// +kubebuilder:validation:Maximum=90
+	RenewBeforePercentage *int32 `json:"renewBeforePercentage,omitempty"`
+
+	// rotateCA: set it to a new value (a date, a ticket number) to rotate the Operator CA now.
+	// status.tls.rotateCA shows the last value acted on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	RotateCA string `json:"rotateCA,omitempty"`
+
+	// peer is the members' plane among themselves.
+	// +optional
+	// +kubebuilder:default={}
+	Peer TLSPlane `json:"peer"`
+
+	// client is the plane applications and Steward use.
+	// +optional
+	// +kubebuilder:default={}
+	Client TLSPlane `json:"client"`
+}
+
+// TLSPlane says where one plane's material comes from.
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source != 'Secret' || has(self.secretName)",message="secretName is required with source Secret"
+// +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source == 'Secret') || !has(self.secretName)",message="secretName is only used with source Secret"
+type TLSPlane struct {
+	// source: Operator (default) or Secret.
+	// +optional
+	// +kubebuilder:default=Operator
+	Source TLSSource `json:"source,omitempty"`
+
+	// secretName (source Secret) names a Secret in the cluster's namespace with tls.crt, tls.key and
+	// ca.crt. The certificate must cover every member: <member>.<cluster>.<namespace>.svc (a
+	// wildcard *.<cluster>.<namespace>.svc will do) and, on the client plane,
+	// <cluster>-client.<namespace>.svc.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// TLSStatus is what the cluster's certificates are doing.
+type TLSStatus struct {
+	// caNotAfter is when the current CA expires (Operator source).
+	// +optional
+	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+	// rotation is the CA rotation pass in progress: WidenTrust, SwapLeaves or DropOldCA.
+	// +optional
+	Rotation string `json:"rotation,omitempty"`
+	// rotateCA is the last spec.tls.rotateCA value a rotation was started for.
+	// +optional
+	RotateCA string `json:"rotateCA,omitempty"`
+	// certificates lists each certificate Steward tracks, with its expiry.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Certificates []CertificateStatus `json:"certificates,omitempty"`
+}
+
+// CertificateStatus is one certificate's expiry.
+type CertificateStatus struct {
+	// name says which certificate: <member>/server, <member>/peer, client, ca.
+	Name string `json:"name"`
+	// notAfter is when it expires.
+	NotAfter metav1.Time `json:"notAfter"`
+	// renewAt is when Steward renews it (absent for certificates Steward cannot renew).
+	// +optional
+	RenewAt *metav1.Time `json:"renewAt,omitempty"`
+	// served is true once the member was seen presenting this certificate.
+	// +optional
+	Served bool `json:"served,omitempty"`
+}
+
+// TLSEnabled says whether the cluster runs mutual TLS (the default).
+func (ec *EtcdCluster) TLSEnabled() bool {
+	return ec.Spec.TLS == nil || ec.Spec.TLS.Enabled == nil || *ec.Spec.TLS.Enabled
+}

@@ -1,0 +1,268 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/pki"
+	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/internal/tlsplan"
+)
+
+// tlsObserved is what one reconcile read and decided about a cluster's certificates.
+type tlsObserved struct {
+	ca, next *pki.CA
+	caSecret *corev1.Secret // nil when missing
+	caErr    error
+	// secrets are the members' TLS Secrets as they stand after this reconcile's writes.
+	secrets  map[string]*corev1.Secret
+	decision tlsplan.Decision
+}
+
+// tlsSettings are spec.tls with defaults applied.
+func tlsSettings(ec *stewardv1.EtcdCluster) (leaf, ca time.Duration, fraction float64, domain string) {
+	leaf, ca, fraction, domain = pki.DefaultLeafLifetime, pki.DefaultCALifetime, pki.DefaultRenewFraction, pki.DefaultClusterDomain
+	t := ec.Spec.TLS
+	if t == nil {
+		return leaf, ca, fraction, domain
+	}
+	if t.CertificateDuration != nil {
+		leaf = t.CertificateDuration.Duration
+	}
+	if t.CADuration != nil {
+		ca = t.CADuration.Duration
+	}
+	if t.RenewBeforePercentage != nil {
+		fraction = 1 - float64(*t.RenewBeforePercentage)/100
+	}
+	if t.ClusterDomain != "" {
+		domain = t.ClusterDomain
+	}
+	return leaf, ca, fraction, domain
+}
+
+// prepareTLS loads the CA Secret and points the operator's etcd credentials at it, before any
+// etcd call of this reconcile.
+func (r *EtcdClusterReconciler) prepareTLS(ctx context.Context, ec *stewardv1.EtcdCluster) (*tlsObserved, error) {
+	t := &tlsObserved{secrets: map[string]*corev1.Secret{}}
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.CASecretName(ec.Name)}, &s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return t, nil
+	case err != nil:
+		return nil, err
+	}
+	t.caSecret = &s
+	if t.ca, t.next, err = parseCASecret(&s); err != nil {
+		t.caErr = fmt.Errorf("Secret %s: %w", s.Name, err)
+		return t, nil
+	}
+	r.refreshCredentials(ec, t.ca, t.next)
+	return t, nil
+}
+
+// refreshCredentials gives the operator a client certificate from each CA members may trust,
+// keeping the ones still good.
+func (r *EtcdClusterReconciler) refreshCredentials(ec *stewardv1.EtcdCluster, cas ...*pki.CA) {
+	creds := r.Etcd.Credentials(string(ec.UID))
+	leafLife, _, fraction, _ := tlsSettings(ec)
+	now := r.now()
+	var certs []tls.Certificate
+	for _, ca := range cas {
+		if ca == nil {
+			continue
+		}
+		kept := false
+		for _, c := range creds.Certs() {
+			if c.Leaf.CheckSignatureFrom(ca.Cert) == nil && !pki.RenewalDue(c.Leaf, now, fraction) {
+				certs, kept = append(certs, c), true
+				break
+			}
+		}
+		if kept {
+			continue
+		}
+		leaf, err := ca.IssueClient("steward-operator", now, leafLife)
+		if err != nil {
+			continue // the plan reports the CA's state; connections then fail as facts
+		}
+		certs = append(certs, tls.Certificate{Certificate: [][]byte{leaf.Cert.Raw}, PrivateKey: leaf.Key, Leaf: leaf.Cert})
+	}
+	creds.Set(certsOf(cas...), certs)
+}
+
+// reconcileTLS decides this reconcile's certificate work, writes the Secrets (CA first, then
+// members, then the application client) and tells the plan what it may do.
+func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, t *tlsObserved) error {
+	if t.caErr != nil {
+		o.facts.TLS.Hold = t.caErr.Error()
+		t.decision = tlsplan.Decision{Hold: t.caErr.Error(), Pass: pki.Done}
+		return nil
+	}
+	f, err := r.tlsFacts(ctx, ec, o, t)
+	if err != nil {
+		return err
+	}
+	d := tlsplan.Decide(f)
+	if f.CA == nil && len(t.secrets) > 0 {
+		// Members hold leaves of a CA whose Secret is gone: a new CA would lock them out.
+		d = tlsplan.Decision{Pass: pki.Done, Hold: fmt.Sprintf("the CA Secret %s is missing while members hold certificates "+
+			"it signed; restore it from a backup (Steward does not replace a CA members trust)", resources.CASecretName(ec.Name))}
+	}
+	t.decision = d
+	if err := r.writeTLS(ctx, ec, o, t); err != nil {
+		return err
+	}
+	o.facts.TLS.Hold, o.facts.TLS.Pending = d.Hold, d.Pending
+	for i := range o.facts.Members {
+		o.facts.Members[i].TrustOutdated = d.TrustOutdated[o.facts.Members[i].Name]
+	}
+	return nil
+}
+
+func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, t *tlsObserved) (tlsplan.Facts, error) {
+	leaf, caLife, fraction, domain := tlsSettings(ec)
+	f := tlsplan.Facts{Cluster: ec.Name, Namespace: ec.Namespace, ClusterDomain: domain, Now: r.now(),
+		LeafLifetime: leaf, CALifetime: caLife, RenewFraction: fraction, CA: t.ca, NextCA: t.next}
+	if ec.Spec.TLS != nil && ec.Spec.TLS.RotateCA != "" && t.caSecret != nil {
+		f.RotateRequested = t.caSecret.Annotations[annotationRotateCA] != ec.Spec.TLS.RotateCA
+	}
+	served := r.servedLeaves(ctx, ec, o)
+	for name := range o.members {
+		m := tlsplan.Member{Name: name}
+		var s corev1.Secret
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.MemberTLSSecretName(name)}, &s)
+		switch {
+		case err == nil:
+			t.secrets[name] = &s
+			m.Secret = parseMemberSecret(&s)
+		case !apierrors.IsNotFound(err):
+			return f, err
+		}
+		if p := o.pods[name]; p != nil && p.DeletionTimestamp == nil {
+			m.Pod = &tlsplan.Pod{Trust: tlsplan.ParseTrust(p.Annotations[tlsplan.TrustAnnotation]), Served: served[name]}
+		}
+		f.Members = append(f.Members, m)
+	}
+	var s corev1.Secret
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.ClientTLSSecretName(ec.Name)}, &s)
+	switch {
+	case err == nil:
+		f.AppClient = parseClientSecret(&s)
+	case !apierrors.IsNotFound(err):
+		return f, err
+	}
+	return f, nil
+}
+
+// servedLeaves dials every member's client port at once and records the leaf it presents.
+func (r *EtcdClusterReconciler) servedLeaves(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) map[string]*x509.Certificate {
+	creds := r.Etcd.Credentials(string(ec.UID))
+	out := map[string]*x509.Certificate{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, p := range o.pods {
+		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || o.members[name] == nil {
+			continue
+		}
+		addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(resources.ClientPort))
+		wg.Go(func() {
+			if c, err := etcd.Served(ctx, addr, creds); err == nil {
+				mu.Lock()
+				out[name] = c
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// writeTLS carries out the decision's writes, CA first: every later write assumes it.
+func (r *EtcdClusterReconciler) writeTLS(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, t *tlsObserved) error {
+	d := &t.decision
+	if d.WriteCA != nil {
+		rotate := rotateToken(ec, t)
+		if err := r.writeSecret(ctx, ec, resources.CASecretName(ec.Name), ec, func(s *corev1.Secret) error {
+			return fillCASecret(s, d.WriteCA, rotate)
+		}); err != nil {
+			return err
+		}
+		r.event(ec, corev1.EventTypeNormal, "CAUpdated", "CA Secret %s written (rotation pass %s)", resources.CASecretName(ec.Name), d.Pass)
+		r.refreshCredentials(ec, d.WriteCA.Current, d.WriteCA.Next)
+	}
+	for _, w := range d.WriteMembers {
+		m := o.members[w.Name]
+		s, err := r.writeSecretObj(ctx, ec, resources.MemberTLSSecretName(w.Name), m, func(s *corev1.Secret) error {
+			return fillMemberSecret(s, &w.Secret)
+		})
+		if err != nil {
+			return err
+		}
+		t.secrets[w.Name] = s
+	}
+	if d.WriteAppClient != nil {
+		if err := r.writeSecret(ctx, ec, resources.ClientTLSSecretName(ec.Name), ec, func(s *corev1.Secret) error {
+			return fillClientSecret(s, d.WriteAppClient)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rotateToken is the rotateCA value to record with the CA Secret: the spec's when the CA is
+// created (a value set at creation asks for nothing) or a rotation starts for it, else the one
+// already recorded (automatic rotations and their completion keep it).
+func rotateToken(ec *stewardv1.EtcdCluster, t *tlsObserved) string {
+	if t.caSecret != nil && !t.decision.RotationStarted {
+		return t.caSecret.Annotations[annotationRotateCA]
+	}
+	if ec.Spec.TLS != nil {
+		return ec.Spec.TLS.RotateCA
+	}
+	return ""
+}
+
+func (r *EtcdClusterReconciler) writeSecret(ctx context.Context, ec *stewardv1.EtcdCluster, name string, owner client.Object, fill func(*corev1.Secret) error) error {
+	_, err := r.writeSecretObj(ctx, ec, name, owner, fill)
+	return err
+}
+
+// writeSecretObj creates or replaces a Secret owned by owner (the cluster, or a member so that its
+// Secret goes with it on scale-down).
+func (r *EtcdClusterReconciler) writeSecretObj(ctx context.Context, ec *stewardv1.EtcdCluster, name string, owner client.Object, fill func(*corev1.Secret) error) (*corev1.Secret, error) {
+	s := tlsSecret(ec, name)
+	if err := fill(s); err != nil {
+		return nil, err
+	}
+	if err := controllerutil.SetControllerReference(owner, s, r.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	err := r.Client.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		var cur corev1.Secret
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+			return nil, err
+		}
+		cur.Data, cur.Type, cur.Annotations = s.Data, cur.Type, s.Annotations
+		cur.Labels, cur.OwnerReferences = s.Labels, s.OwnerReferences
+		err = r.Client.Update(ctx, &cur)
+		s = &cur
+	}
+	return s, err
+}

@@ -1,0 +1,98 @@
+// Package tlsplan decides what Steward does with a cluster's certificates in one reconcile: create
+// the CA, issue and renew member and client leaves, and move a CA rotation through its passes. It
+// is pure (time comes in as Facts.Now) and never disrupts anything itself: a pass that needs
+// members to restart marks them TrustOutdated, and the rollout engine restarts them one at a time
+// through the disruption chokepoint, gated on health, like any other roll.
+//
+// The rules it keeps (issue 6):
+//   - Fail closed: a member whose material is missing or does not validate is never started; a
+//     state that would leave two parties unable to authenticate is refused (Hold), not planned
+//     around.
+//   - Intent before action: every Secret a Pod will mount is written before the Pod is created or
+//     restarted, and a Pod records the trust it started with (TrustAnnotation), so passes are
+//     derived from live state after any crash.
+//   - Renewals need no restart (etcd reads its leaf on every handshake); a renewal counts as done
+//     only once the member is seen serving the new leaf.
+package tlsplan
+
+import (
+	"crypto/x509"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/etcd-steward/steward/internal/pki"
+)
+
+// TrustAnnotation is the Pod annotation recording the CAs (fingerprints) the member's etcd loaded
+// when it started. etcd builds its trust pools once, so this, not the Secret, is what it trusts.
+const TrustAnnotation = "etcd.steward.dev/trusted-cas"
+
+// Facts are what the controller read this reconcile.
+type Facts struct {
+	Cluster, Namespace, ClusterDomain string
+	Now                               time.Time
+	// LeafLifetime and CALifetime are what new certificates get.
+	LeafLifetime, CALifetime time.Duration
+	// RenewFraction is the share of a lifetime after which a certificate is renewed.
+	RenewFraction float64
+
+	// CA and NextCA are the CA Secret's content; NextCA is set while a rotation is under way.
+	CA, NextCA *pki.CA
+	// RotateRequested: spec.tls.rotateCA holds a value no rotation was started for yet.
+	RotateRequested bool
+
+	Members []Member
+	// AppClient is the application client Secret's material; nil when it is missing or unreadable.
+	AppClient *Material
+}
+
+// Member is one member's material and Pod.
+type Member struct {
+	Name string
+	// Secret is the member's TLS Secret; nil when missing or unreadable (it is then re-issued).
+	Secret *MemberSecret
+	// Pod is nil when the member has no Pod.
+	Pod *Pod
+}
+
+// MemberSecret is what the member's Secret holds.
+type MemberSecret struct {
+	Server, Peer *pki.Leaf
+	Trust        []*x509.Certificate
+}
+
+// Pod is what the controller saw of the member's Pod.
+type Pod struct {
+	// Trust are the fingerprints of TrustAnnotation.
+	Trust []string
+	// Served is the leaf the member presented on its client port this reconcile; nil when it did
+	// not answer. Server and peer leaves live in one Secret volume, which the kubelet updates
+	// atomically, so the served server leaf also tells whether the peer leaf reached the member.
+	Served *x509.Certificate
+}
+
+// Material is a leaf with the trust bundle published next to it.
+type Material struct {
+	Leaf  *pki.Leaf
+	Trust []*x509.Certificate
+}
+
+// FormatTrust is the TrustAnnotation value for a bundle.
+func FormatTrust(bundle []*x509.Certificate) string {
+	return strings.Join(pki.Fingerprints(pki.Bundle(bundle...)), ",")
+}
+
+// ParseTrust reads a TrustAnnotation value.
+func ParseTrust(s string) []string {
+	if s == "" {
+		return nil
+	}
+	fps := strings.Split(s, ",")
+	slices.Sort(fps)
+	return fps
+}
+
+func (f *Facts) names(member string) pki.MemberNames {
+	return pki.MemberNames{Cluster: f.Cluster, Namespace: f.Namespace, Member: member, ClusterDomain: f.ClusterDomain}
+}
