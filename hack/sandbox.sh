@@ -67,7 +67,8 @@ Next:
   export PATH=$(dirname "$(kube_bin kubectl)"):\$PATH
   kubectl get etcdclusters -A
   kubectl -n $ns get pods,pvc -o wide
-  kubectl -n $ns exec $name-0 -- etcdctl endpoint status --cluster -w table
+  kubectl -n $ns exec $name-0 -- etcdctl --endpoints https://localhost:2379 --cacert /etc/etcd/tls/client-ca.crt \\
+      --cert /etc/etcd/tls/server.crt --key /etc/etcd/tls/server.key endpoint status --cluster -w table
   kubectl -n steward-system logs deploy/steward-controller-manager -f
   make cluster-down      # removes the cluster and all of its state
 EOF

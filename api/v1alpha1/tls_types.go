@@ -36,6 +36,7 @@ type TLSSpec struct {
 	// client, the application client Secret). Leaves are renewed without restarts.
 	// +optional
 	// +kubebuilder:default="2160h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.tls.certificateDuration must be at least 1m"
 	CertificateDuration *metav1.Duration `json:"certificateDuration,omitempty"`
 
 	// caDuration is the lifetime of the CA Steward creates. Steward rotates the CA in passes before

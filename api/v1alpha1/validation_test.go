@@ -96,6 +96,15 @@ func TestDefaults(t *testing.T) {
 	if s.Storage.Medium != v1.StorageMediumDefault || s.Storage.RetentionPolicy != "" {
 		t.Errorf("storage defaults = %+v", s.Storage)
 	}
+	tls := s.TLS
+	if tls == nil || tls.Enabled == nil || !*tls.Enabled || tls.ClusterDomain != "cluster.local" ||
+		tls.CertificateDuration.Duration != 2160*time.Hour || tls.CADuration.Duration != 43800*time.Hour ||
+		*tls.RenewBeforePercentage != 33 || tls.Peer.Source != v1.TLSSourceOperator || tls.Client.Source != v1.TLSSourceOperator {
+		t.Errorf("tls defaults = %+v", tls)
+	}
+	if !ec.TLSEnabled() {
+		t.Error("TLS must be on by default")
+	}
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -175,6 +184,23 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Options.AutoCompactionRetention = "1000"
 		}, ""},
 		{"short progress deadline", func(c *v1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) }, "spec.progressDeadlineSeconds"},
+		{"plaintext", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Enabled: ptr.To(false)} }, ""},
+		{"short leaves", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("2m")} }, ""},
+		{"leaves under a minute", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("30s")} },
+			"spec.tls.certificateDuration must be at least 1m"},
+		{"CA shorter than two leaves", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("10h"), CADuration: dur("15h")}
+		}, "spec.tls.caDuration must be at least twice"},
+		{"renew percentage out of range", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{RenewBeforePercentage: ptr.To[int32](95)} },
+			"spec.tls.renewBeforePercentage"},
+		{"Secret source without name", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceSecret}}
+		}, "secretName is required with source Secret"},
+		{"name without Secret source", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{SecretName: "x"}}
+		}, "secretName is only used with source Secret"},
+		{"unknown source", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: "Vault"}} },
+			"spec.tls.peer.source: Unsupported value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,6 +246,12 @@ func TestUpdateValidation(t *testing.T) {
 			func(c *v1.EtcdCluster) { c.Spec.Version = "3.7.3" }, "spec.version: 3.5.21 -> 3.7.3 is refused"},
 		{"minor downgrade", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" }, "spec.version: 3.6.16 -> 3.5.21 is refused"},
 		{"major change", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "4.0.0" }, "etcd upgrades one minor version at a time"},
+		{"TLS turned off", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(false) }, "spec.tls.enabled is fixed at creation"},
+		{"TLS turned on", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Enabled: ptr.To(false)} },
+			func(c *v1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(true) }, "spec.tls.enabled is fixed at creation"},
+		{"cluster domain changed", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.ClusterDomain = "example.org" }, "spec.tls.clusterDomain is fixed"},
+		{"CA rotation requested", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.RotateCA = "2026-11-29" }, ""},
+		{"leaf lifetime changed", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.CertificateDuration = dur("24h") }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,6 +263,14 @@ func TestUpdateValidation(t *testing.T) {
 			expectResult(t, env.Client.Update(ctx(t), ec), tc.want)
 		})
 	}
+}
+
+func dur(s string) *metav1.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return &metav1.Duration{Duration: d}
 }
 
 func TestScaleSubresource(t *testing.T) {

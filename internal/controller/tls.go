@@ -259,7 +259,7 @@ func (r *EtcdClusterReconciler) writeSecretObj(ctx context.Context, ec *stewardv
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
 			return nil, err
 		}
-		cur.Data, cur.Type, cur.Annotations = s.Data, cur.Type, s.Annotations
+		cur.Data, cur.Annotations = s.Data, s.Annotations // the type is immutable
 		cur.Labels, cur.OwnerReferences = s.Labels, s.OwnerReferences
 		err = r.Client.Update(ctx, &cur)
 		s = &cur

@@ -85,7 +85,11 @@ func Decide(f Facts) Decision {
 		return Decision{WriteCA: &CAWrite{Current: f.CA, Next: next}, RotationStarted: f.RotateRequested,
 			Pending: "starting a CA rotation: " + why, Pass: pki.WidenTrust}
 	}
-	rot, err := pki.PlanRotation(f.rotationInput())
+	in := f.rotationInput()
+	rot, err := pki.PlanRotation(in)
+	if err == nil && f.NextCA == nil {
+		err = trustsCurrent(in)
+	}
 	if err != nil {
 		return Decision{Hold: err.Error(), Pass: pki.Done, Signer: f.CA, Trust: pki.Bundle(f.CA.Cert, certOf(f.NextCA))}
 	}
@@ -107,6 +111,22 @@ func Decide(f Facts) Decision {
 	d.markOutdated(&f, rot)
 	d.status(&f)
 	return d
+}
+
+// trustsCurrent refuses a steady state in which a member does not trust the CA or presents a leaf
+// it did not sign (a CA Secret restored from the wrong backup, a hand-edited Secret): re-issuing
+// leaves from the CA would lock that member out, since etcd only loads trust when it starts.
+func trustsCurrent(in pki.RotationInput) error {
+	ca := pki.Fingerprint(in.Old)
+	for _, m := range in.Members {
+		if !slices.Contains(m.Trusts, ca) {
+			return fmt.Errorf("member %s does not trust the cluster CA (it started trusting %v); restore the CA Secret it was issued from", m.Name, m.Trusts)
+		}
+		if m.LeafCA != ca {
+			return fmt.Errorf("member %s presents a certificate the cluster CA did not sign; restore the CA Secret it was issued from", m.Name)
+		}
+	}
+	return nil
 }
 
 func certOf(ca *pki.CA) *x509.Certificate {
@@ -209,6 +229,10 @@ func (d *Decision) stale(f *Facts, l *pki.Leaf) string {
 		return "re-signing with the new CA"
 	case pki.RenewalDue(l.Cert, f.Now, f.RenewFraction):
 		return "renewal due"
+	case f.LeafLifetime > 0 && l.Cert.NotAfter.After(f.Now.Add(f.LeafLifetime+time.Minute)):
+		// spec.tls.certificateDuration was shortened: the new lifetime applies now, not at the
+		// old leaf's renewal, which could be months away.
+		return "lifetime shortened"
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package tlsplan
 import (
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,7 +57,7 @@ func (d *Decision) markOutdated(f *Facts, rot pki.RotationPlan) {
 		return
 	case rot.Pass == pki.SwapLeaves:
 		d.Pending = fmt.Sprintf("CA rotation pass SwapLeaves: waiting for %s to serve the new-signed certificate",
-			strings.Join(append(unserved, rot.Pending...), ", "))
+			strings.Join(union(unserved, rot.Pending, rot.PendingClients), ", "))
 		return
 	}
 	if len(unserved) > 0 {
@@ -111,4 +112,10 @@ func (d *Decision) status(f *Facts) {
 func nearExpiry(c *x509.Certificate, now time.Time) bool {
 	life := c.NotAfter.Sub(c.NotBefore)
 	return c.NotAfter.Sub(now) < life/10
+}
+
+func union(lists ...[]string) []string {
+	out := slices.Concat(lists...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

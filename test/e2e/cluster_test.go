@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,7 +160,9 @@ func memberNames(name string, n int32) []string {
 }
 
 // clientFor connects to the cluster through its client Service (ready voters only), the way an
-// application in the cluster would; the host reaches Service IPs through kube-proxy.
+// application in the cluster would; the host reaches Service IPs through kube-proxy. With TLS on
+// (the default) it dials https with the cluster's client Secret, reloaded as the operator renews
+// it, and checks the server certificate names the Service (it names no ClusterIP).
 func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 	t.Helper()
 	var svc corev1.Service
@@ -166,7 +171,13 @@ func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.ClientServiceName(name)}, &svc); err != nil {
 		t.Fatal(err)
 	}
-	c, err := framework.NewEtcdClient([]string{fmt.Sprintf("http://%s:%d", svc.Spec.ClusterIP, resources.ClientPort)})
+	scheme, tc := "http", (*tls.Config)(nil)
+	if tlsEnabled(t, ns, name) {
+		scheme = "https"
+		tc = clientTLSFor(t, ns, name).Config(clientServiceHost(ns, name))
+	}
+	ep := fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(resources.ClientPort)))
+	c, err := framework.NewEtcdClient([]string{ep}, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +186,15 @@ func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 }
 
 // monitor watches the cluster's members for the whole test; expected may change (scale tests).
+// It dials member Pods by IP, so with TLS on only the chain of their certificates is checked.
 func monitor(t *testing.T, ns, name string, expected func() []string) *framework.Monitor {
-	m := f.StartMonitor(framework.MonitorConfig{Namespace: ns,
-		Labels: map[string]string{resources.LabelCluster: name}, Expected: expected})
+	t.Helper()
+	cfg := framework.MonitorConfig{Namespace: ns,
+		Labels: map[string]string{resources.LabelCluster: name}, Expected: expected}
+	if tlsEnabled(t, ns, name) {
+		cfg.TLS = clientTLSFor(t, ns, name).Config("")
+	}
+	m := f.StartMonitor(cfg)
 	t.Cleanup(func() { m.Stop() })
 	return m
 }

@@ -45,11 +45,11 @@ func TestEtcdImages(t *testing.T) {
 			set := framework.EtcdSet{Namespace: f.Namespace(t), Name: "solo", Replicas: 1, Image: f.EtcdImage(version)}
 			pods := startEtcdSet(t, set)
 
-			c := f.EtcdClient(t, pods...)
+			c := f.EtcdClient(t, nil, pods...)
 			if _, err := c.Put(ctx, "/smoke", version); err != nil {
 				t.Fatalf("put: %v", err)
 			}
-			st, err := c.Status(ctx, framework.PodClientURL(pods[0]))
+			st, err := c.Status(ctx, framework.PodClientURL(pods[0], false))
 			if err != nil {
 				t.Fatalf("status: %v", err)
 			}
@@ -64,7 +64,7 @@ func TestEtcdImages(t *testing.T) {
 			if !strings.HasPrefix(out, version+"\n") {
 				t.Fatalf("etcdctl in the Pod printed %q, want the value %s first", out, version)
 			}
-			t.Logf("etcd %s: reachable at %s; in-Pod etcdctl:\n%s", version, framework.PodClientURL(pods[0]), out)
+			t.Logf("etcd %s: reachable at %s; in-Pod etcdctl:\n%s", version, framework.PodClientURL(pods[0], false), out)
 		})
 	}
 }
@@ -81,7 +81,7 @@ func TestTrafficAndDisruption(t *testing.T) {
 		Namespace: set.Namespace, Labels: set.Labels(), Expected: framework.StaticMembers(set.MemberNames()...),
 	})
 	defer mon.Stop()
-	c := f.EtcdClient(t, pods...)
+	c := f.EtcdClient(t, nil, pods...)
 	traffic := framework.StartTraffic(c, framework.TrafficConfig{Prefix: "/smoke/"})
 	defer traffic.Stop()
 
@@ -150,8 +150,8 @@ func startEtcdSet(t *testing.T, set framework.EtcdSet) []*corev1.Pod {
 	}
 	var eps []string
 	for _, p := range pods {
-		eps = append(eps, framework.PodClientURL(p))
+		eps = append(eps, framework.PodClientURL(p, false))
 	}
-	f.WaitFor(t, set.Namespace, "etcd to serve reads on every member", time.Minute, framework.EtcdHealthy(eps))
+	f.WaitFor(t, set.Namespace, "etcd to serve reads on every member", time.Minute, framework.EtcdHealthy(eps, nil))
 	return pods
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"sync"
 	"time"
 
@@ -18,6 +19,10 @@ type MonitorConfig struct {
 	// function, because scale tests change it while the monitor runs.
 	Expected func() []string
 	Interval time.Duration // default 100ms
+	// TLS, when set, makes the member-list client dial the Pods over https with it. Pods are
+	// dialled by IP, which no member certificate names: use a chain-only config
+	// (ClientTLS.Config("")). nil means plaintext.
+	TLS *tls.Config
 }
 
 // Monitor samples, every Interval, the Pods of a cluster and etcd's member list, and
@@ -87,7 +92,7 @@ func (m *Monitor) sample(ctx context.Context) Sample {
 		ready := PodReady(p)
 		obs = append(obs, PodObservation{Name: p.Name, Ready: ready})
 		if ready && p.Status.PodIP != "" {
-			endpoints = append(endpoints, PodClientURL(p))
+			endpoints = append(endpoints, PodClientURL(p, m.cfg.TLS != nil))
 		}
 	}
 	members, listErr := m.memberList(ctx, endpoints)
@@ -101,7 +106,7 @@ func (m *Monitor) memberList(ctx context.Context, endpoints []string) ([]MemberO
 		return nil, errNoEndpoints
 	}
 	if m.client == nil {
-		c, err := NewEtcdClient(endpoints)
+		c, err := NewEtcdClient(endpoints, m.cfg.TLS)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"testing"
 	"time"
@@ -12,19 +13,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// EtcdClientPort is where member Pods serve clients (plain HTTP until TLS lands).
+// EtcdClientPort is where member Pods serve clients: https on operator clusters with TLS
+// (the default), http on plaintext ones and on the framework's own EtcdSet.
 const EtcdClientPort = 2379
 
-// PodClientURL is the client URL of a member Pod by Pod IP. The test process runs on
-// the node and routes to Pod IPs directly (the CNI bridge), so no port-forward.
-func PodClientURL(p *corev1.Pod) string {
-	return fmt.Sprintf("http://%s:%d", p.Status.PodIP, EtcdClientPort)
+// PodClientURL is the client URL of a member Pod by Pod IP: https when secure. The test
+// process runs on the node and routes to Pod IPs directly (the CNI bridge), so no
+// port-forward. No member certificate names a Pod IP: dial it with a chain-only
+// config (ClientTLS.Config("")).
+func PodClientURL(p *corev1.Pod, secure bool) string {
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s:%d", scheme, p.Status.PodIP, EtcdClientPort)
 }
 
 // NewEtcdClient connects to endpoints with short timeouts suited to tests that kill
 // members: a dead endpoint must cost a fraction of a second, not the default 5 s+.
-// The client's own logging is off: retries during disruptions are expected.
-func NewEtcdClient(endpoints []string) (*clientv3.Client, error) {
+// The client's own logging is off: retries during disruptions are expected. tc nil
+// means plaintext; otherwise the endpoints must be https URLs.
+func NewEtcdClient(endpoints []string, tc *tls.Config) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("no etcd endpoints")
 	}
@@ -33,21 +42,22 @@ func NewEtcdClient(endpoints []string) (*clientv3.Client, error) {
 		DialTimeout:          2 * time.Second,
 		DialKeepAliveTime:    2 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
+		TLS:                  tc,
 		Logger:               zap.NewNop(),
 	})
 }
 
-// EtcdClient connects to the given member Pods by Pod IP and closes the client when
-// the test ends.
-func (f *Framework) EtcdClient(t testing.TB, pods ...*corev1.Pod) *clientv3.Client {
+// EtcdClient connects to the given member Pods by Pod IP (over TLS unless tc is nil;
+// give it a chain-only config, see PodClientURL) and closes the client when the test ends.
+func (f *Framework) EtcdClient(t testing.TB, tc *tls.Config, pods ...*corev1.Pod) *clientv3.Client {
 	t.Helper()
 	var eps []string
 	for _, p := range pods {
 		if p.Status.PodIP != "" {
-			eps = append(eps, PodClientURL(p))
+			eps = append(eps, PodClientURL(p, tc != nil))
 		}
 	}
-	c, err := NewEtcdClient(eps)
+	c, err := NewEtcdClient(eps, tc)
 	if err != nil {
 		t.Fatalf("etcd client for %v: %v", eps, err)
 	}
@@ -102,11 +112,11 @@ func (f *Framework) PodsReady(ns string, labels map[string]string, n int) Condit
 }
 
 // EtcdHealthy is a Condition: a linearizable read through every endpoint succeeds
-// (Pod readiness alone does not prove a member serves).
-func EtcdHealthy(endpoints []string) Condition {
+// (Pod readiness alone does not prove a member serves). tc nil means plaintext.
+func EtcdHealthy(endpoints []string, tc *tls.Config) Condition {
 	return func(ctx context.Context) (bool, error) {
 		for _, ep := range endpoints {
-			c, err := NewEtcdClient([]string{ep})
+			c, err := NewEtcdClient([]string{ep}, tc)
 			if err != nil {
 				return false, err
 			}

@@ -1,0 +1,341 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/pki"
+	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+// A default cluster runs mutual TLS: plaintext clients and clients without a certificate are
+// refused; the application client Secret works. A cluster created with TLS off runs plaintext.
+func TestTLSDefault(t *testing.T) {
+	t.Parallel()
+	t.Run("mutual", func(t *testing.T) {
+		t.Parallel()
+		ns := settledCluster(t, "sec", 3, "")
+		svc := clientServiceAddr(t, ns, "sec")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+
+		plain, err := framework.NewEtcdClient([]string{"http://" + svc}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = plain.Close() }()
+		if _, err := getWithin(ctx, plain, 3*time.Second); err == nil {
+			t.Error("a plaintext client was served by a TLS cluster")
+		}
+
+		secret := clientSecret(t, ns, "sec")
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(secret.Data[pki.KeyCA])
+		anon, err := framework.NewEtcdClient([]string{"https://" + svc},
+			&tls.Config{RootCAs: roots, ServerName: resources.ClientServiceName("sec") + "." + ns + ".svc", MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = anon.Close() }()
+		if _, err := getWithin(ctx, anon, 3*time.Second); err == nil {
+			t.Error("a client without a certificate was served")
+		}
+
+		if _, err := getWithin(ctx, clientFor(t, ns, "sec"), 5*time.Second); err != nil {
+			t.Errorf("the application client Secret does not work: %v", err)
+		}
+		ec, err := get(ctx, ns, "sec")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !meta.IsStatusConditionTrue(ec.Status.Conditions, "TLSMaterialValid") || ec.Status.TLS == nil {
+			t.Fatalf("TLS status: %s, %+v", condition(ec, "TLSMaterialValid"), ec.Status.TLS)
+		}
+		for _, m := range memberNames("sec", 3) {
+			if c := certStatus(ec, m+"/server"); c == nil || !c.Served {
+				t.Errorf("%s/server not shown as served: %+v", m, c)
+			}
+		}
+	})
+	t.Run("plaintext", func(t *testing.T) {
+		t.Parallel()
+		ns := settledCluster(t, "plain", 1, "", func(ec *stewardv1.EtcdCluster) {
+			ec.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := getWithin(ctx, clientFor(t, ns, "plain"), 5*time.Second); err != nil {
+			t.Errorf("plaintext cluster: %v", err)
+		}
+		var s corev1.Secret
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.CASecretName("plain")}, &s); err == nil {
+			t.Error("a plaintext cluster got a CA Secret")
+		}
+	})
+}
+
+// Leaves with a two-minute lifetime are renewed at two thirds of it: every member's server and
+// peer leaf and the application client's are replaced, the members serve the new ones, and no
+// Pod restarts and no request fails, with clients reloading the Secret.
+func TestTLSRenewal(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "renew", 3, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: &metav1.Duration{Duration: 2 * time.Minute}}
+	})
+	ec, err := get(context.Background(), ns, "renew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]time.Time{}
+	for _, c := range ec.Status.TLS.Certificates {
+		first[c.Name] = c.NotAfter.Time
+	}
+	before := uids(t, ns, "renew")
+	ctls := clientTLSFor(t, ns, "renew")
+	traffic := framework.StartTraffic(clientFor(t, ns, "renew"), framework.TrafficConfig{Prefix: "/renew/"})
+	mon := monitor(t, ns, "renew", func() []string { return memberNames("renew", 3) })
+	start := time.Now()
+
+	names := []string{"client"}
+	for _, m := range memberNames("renew", 3) {
+		names = append(names, m+"/server", m+"/peer")
+	}
+	f.WaitFor(t, ns, "every certificate renewed and served", 5*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "renew")
+		if err != nil || ec.Status.TLS == nil {
+			return false, err
+		}
+		for _, n := range names {
+			c := certStatus(ec, n)
+			switch {
+			case c == nil:
+				return false, fmt.Errorf("%s not in status", n)
+			case !c.NotAfter.After(first[n]):
+				return false, fmt.Errorf("%s not renewed yet (expires %s)", n, c.NotAfter.Format(time.RFC3339))
+			case n != "client" && !c.Served:
+				return false, fmt.Errorf("%s renewed, not served yet", n)
+			}
+		}
+		return true, nil
+	})
+	measure(t, "TLS renewal: every leaf renewed and served, from the start of traffic", time.Since(start))
+	waitSettled(t, ns, "renew", 3, 2*time.Minute)
+	time.Sleep(3 * time.Second) // traffic on the renewed material
+	h := traffic.Stop()
+	assertMaxUnavailable(t, mon, 0)
+	assertPodsUntouched(t, ns, "renew", before, "renewal must not restart members")
+	if failed := h.Failed(); len(failed) > 0 {
+		t.Errorf("%d of %d requests failed during renewal, first %+v", len(failed), len(h), failed[0])
+	}
+	if ctls.Reloads() == 0 {
+		t.Error("the application client Secret was never renewed")
+	}
+	t.Logf("MEASURE TLS renewal traffic: %s; client Secret reloads %d", h.Summary(), ctls.Reloads())
+}
+
+// A CA rotation on demand runs its three passes in order on every member, with never more than
+// one member unavailable and no acknowledged write lost, while clients reload the Secret.
+func TestCARotation(t *testing.T) {
+	t.Parallel()
+	for _, medium := range []stewardv1.StorageMedium{"", stewardv1.StorageMediumMemory} {
+		label := medium2(medium)
+		t.Run(label, func(t *testing.T) {
+			t.Parallel()
+			ns := settledCluster(t, "rot", 3, medium)
+			oldCA := caFingerprint(t, ns, "rot")
+			data := putData(t, clientFor(t, ns, "rot"), "/rotation/", 20)
+			w := watchRoll(t, ns, "rot", 3)
+			passes := watchPasses(t, ns, "rot")
+			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.TLS.RotateCA = "r1" })
+			f.WaitFor(t, ns, "rotation r1 finished", 8*time.Minute, func(ctx context.Context) (bool, error) {
+				ec, err := get(ctx, ns, "rot")
+				if err != nil || ec.Status.TLS == nil {
+					return false, err
+				}
+				if ec.Status.TLS.RotateCA != "r1" || ec.Status.TLS.Rotation != "" {
+					return false, fmt.Errorf("rotateCA %q, pass %q", ec.Status.TLS.RotateCA, ec.Status.TLS.Rotation)
+				}
+				return settled(ns, "rot", 3)(ctx)
+			})
+			w.finish("CA rotation "+label, 1)
+			seen := passes.stop()
+			var order []string
+			for _, p := range seen {
+				order = append(order, p.pass)
+			}
+			if !slices.Equal(order, []string{"WidenTrust", "SwapLeaves", "DropOldCA"}) {
+				t.Errorf("passes %v, want WidenTrust, SwapLeaves, DropOldCA", order)
+			}
+			for i, p := range seen {
+				end := time.Now()
+				if i+1 < len(seen) {
+					end = seen[i+1].at
+				}
+				measure(t, fmt.Sprintf("CA rotation %s pass %s", label, p.pass), end.Sub(p.at))
+			}
+			newCA := caFingerprint(t, ns, "rot")
+			if newCA == oldCA {
+				t.Fatal("the CA did not change")
+			}
+			podsOn(t, ns, "rot", 3, "trusting only the new CA", func(p *corev1.Pod) bool {
+				return p.Annotations[resources.AnnotationTrust] == newCA
+			})
+			reason := "DeletePod"
+			if medium == stewardv1.StorageMediumMemory {
+				reason = "RemoveMember"
+			}
+			if got := len(rolledOrder(t, ns, "rot", reason)); got != 6 {
+				t.Errorf("%d %s steps, want 6 (each member once in each restart pass)", got, reason)
+			}
+			checkData(t, clientFor(t, ns, "rot"), "/rotation/", data)
+		})
+	}
+}
+
+// Deleting the CA Secret of a running cluster fails closed: the condition names the Secret and no
+// member is touched (a new CA would lock the members out).
+func TestTLSCASecretDeleted(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "lost", 3, "")
+	before := uids(t, ns, "lost")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: resources.CASecretName("lost")}}
+	if err := f.Client.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFor(t, ns, "TLSMaterialValid=False naming the Secret", time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "lost")
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(ec.Status.Conditions, "TLSMaterialValid")
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "lost-ca") {
+			return false, fmt.Errorf("%s", condition(ec, "TLSMaterialValid"))
+		}
+		return true, nil
+	})
+	assertPodsUntouched(t, ns, "lost", before, "a lost CA must not rebuild anything")
+}
+
+func medium2(m stewardv1.StorageMedium) string {
+	if m == "" {
+		return "PVC"
+	}
+	return string(m)
+}
+
+func clientServiceAddr(t *testing.T, ns, name string) string {
+	t.Helper()
+	var svc corev1.Service
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resources.ClientServiceName(name)}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, resources.ClientPort)
+}
+
+func clientSecret(t *testing.T, ns, name string) *corev1.Secret {
+	t.Helper()
+	var s corev1.Secret
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resources.ClientTLSSecretName(name)}, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func caFingerprint(t *testing.T, ns, name string) string {
+	t.Helper()
+	var s corev1.Secret
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resources.CASecretName(name)}, &s); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCA])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pki.Fingerprint(certs[0])
+}
+
+func certStatus(ec *stewardv1.EtcdCluster, name string) *stewardv1.CertificateStatus {
+	for i := range ec.Status.TLS.Certificates {
+		if ec.Status.TLS.Certificates[i].Name == name {
+			return &ec.Status.TLS.Certificates[i]
+		}
+	}
+	return nil
+}
+
+// getWithin reads one key with its own deadline.
+func getWithin(ctx context.Context, c *clientv3.Client, d time.Duration) (*clientv3.GetResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return c.Get(ctx, "tls-probe")
+}
+
+type passSeen struct {
+	pass string
+	at   time.Time
+}
+
+type passWatch struct {
+	mu    sync.Mutex
+	seen  []passSeen
+	done  chan struct{}
+	ended chan struct{}
+}
+
+// watchPasses records each distinct CA rotation pass status shows, with when it appeared.
+func watchPasses(t *testing.T, ns, name string) *passWatch {
+	w := &passWatch{done: make(chan struct{}), ended: make(chan struct{})}
+	go func() {
+		defer close(w.ended)
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			ec, err := get(context.Background(), ns, name)
+			if err != nil || ec.Status.TLS == nil || ec.Status.TLS.Rotation == "" {
+				continue
+			}
+			w.mu.Lock()
+			if n := len(w.seen); n == 0 || w.seen[n-1].pass != ec.Status.TLS.Rotation {
+				w.seen = append(w.seen, passSeen{ec.Status.TLS.Rotation, time.Now()})
+			}
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+func (w *passWatch) stop() []passSeen {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	<-w.ended
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen)
+}
