@@ -18,6 +18,8 @@ const (
 )
 
 // TLSSpec is mutual TLS on etcd's peer and client planes. On by default.
+// +kubebuilder:validation:XValidation:rule="!has(self.peer) || !has(self.client) || !has(self.peer.source) || !has(self.client.source) || self.peer.source == self.client.source",message="spec.tls.peer.source and spec.tls.client.source must be the same: mixing Operator and Secret planes is not supported yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.rotateCA) || !has(self.peer) || !has(self.peer.source) || self.peer.source == 'Operator'",message="spec.tls.rotateCA rotates the CA Steward runs (source Operator); with source Secret, put the new CA in your Secret's ca.crt and Steward rotates in passes"
 // +kubebuilder:validation:XValidation:rule="!has(self.caDuration) || !has(self.certificateDuration) || duration(self.caDuration) - duration(self.certificateDuration) >= duration(self.certificateDuration)",message="spec.tls.caDuration must be at least twice spec.tls.certificateDuration, so leaves can be renewed under one CA"
 type TLSSpec struct {
 	// enabled turns mutual TLS on for both planes. It is fixed when the cluster is created.
@@ -74,15 +76,19 @@ type TLSSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source != 'Secret' || has(self.secretName)",message="secretName is required with source Secret"
 // +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source == 'Secret') || !has(self.secretName)",message="secretName is only used with source Secret"
 type TLSPlane struct {
-	// source: Operator (default) or Secret.
+	// source: Operator (default) or Secret. Fixed at creation.
 	// +optional
 	// +kubebuilder:default=Operator
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="the TLS source is fixed at creation"
 	Source TLSSource `json:"source,omitempty"`
 
 	// secretName (source Secret) names a Secret in the cluster's namespace with tls.crt, tls.key and
-	// ca.crt. The certificate must cover every member: <member>.<cluster>.<namespace>.svc (a
-	// wildcard *.<cluster>.<namespace>.svc will do) and, on the client plane,
-	// <cluster>-client.<namespace>.svc.
+	// ca.crt. One certificate serves every member, so it must cover
+	// <member>.<cluster>.<namespace>.svc for each (a wildcard *.<cluster>.<namespace>.svc will
+	// do) and, on the client plane, <cluster>-client.<namespace>.svc; it needs both the server
+	// auth and client auth usages (members dial each other, and Steward presents the client
+	// plane's certificate as its own). Steward checks the Secret every few seconds: a new
+	// certificate is rolled onto members without restarts, a changed ca.crt in three passes.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName,omitempty"`

@@ -199,6 +199,17 @@ func TestCreateValidation(t *testing.T) {
 		{"name without Secret source", func(c *v1.EtcdCluster) {
 			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{SecretName: "x"}}
 		}, "secretName is only used with source Secret"},
+		{"mixed sources", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"}}
+		}, "must be the same"},
+		{"user Secrets", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
+				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
+		}, ""},
+		{"rotateCA with user Secrets", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{RotateCA: "now", Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
+				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
+		}, "spec.tls.rotateCA rotates the CA Steward runs"},
 		{"unknown source", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: "Vault"}} },
 			"spec.tls.peer.source: Unsupported value"},
 	}
@@ -251,6 +262,10 @@ func TestUpdateValidation(t *testing.T) {
 			func(c *v1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(true) }, "spec.tls.enabled is fixed at creation"},
 		{"cluster domain changed", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.ClusterDomain = "example.org" }, "spec.tls.clusterDomain is fixed"},
 		{"CA rotation requested", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.RotateCA = "2026-11-29" }, ""},
+		{"source changed", nil, func(c *v1.EtcdCluster) {
+			c.Spec.TLS.Client = v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"}
+			c.Spec.TLS.Peer = v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"}
+		}, "the TLS source is fixed at creation"},
 		{"leaf lifetime changed", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.CertificateDuration = dur("24h") }, ""},
 	}
 	for _, tc := range cases {

@@ -188,7 +188,7 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 		if ms == nil {
 			return errRetry
 		}
-		member.Trust = tlsplan.FormatTrust(ms.Trust)
+		member.Trust = tlsplan.FormatPlaneTrust(ms.Trust, ms.ClientBundle())
 	}
 	pod := resources.Pod(member, r.EtcdImageRepository)
 	if err := controllerutil.SetControllerReference(m, pod, r.Client.Scheme()); err != nil {

@@ -33,8 +33,10 @@ const (
 
 // EtcdClusterReconciler reconciles EtcdCluster objects and, through them, their members.
 type EtcdClusterReconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
+	Client client.Client
+	// APIReader reads what the cache does not hold (the user's TLS Secrets); nil means Client.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
 	// Etcd caches one etcd client per cluster.
 	Etcd *etcd.Pool
 	// EtcdImageRepository is used when a cluster sets no image (tag v<version>).
@@ -125,6 +127,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // settledRequeue comes back for the next certificate renewal if it falls before the usual check.
 func settledRequeue(o *observed) time.Duration {
+	if o.tls != nil && o.tls.user != nil {
+		return userSecretPoll
+	}
 	if o.tls != nil && o.tls.decision.RequeueAfter > 0 && o.tls.decision.RequeueAfter < whenSettled {
 		return o.tls.decision.RequeueAfter
 	}

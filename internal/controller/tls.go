@@ -27,6 +27,10 @@ type tlsObserved struct {
 	ca, next *pki.CA
 	caSecret *corev1.Secret // nil when missing
 	caErr    error
+	// user is the validated content of the user's Secrets (source Secret); userMsg says what is
+	// wrong with them instead.
+	user    *tlsplan.UserTLS
+	userMsg string
 	// secrets are the members' TLS Secrets as they stand after this reconcile's writes.
 	secrets  map[string]*corev1.Secret
 	decision tlsplan.Decision
@@ -58,6 +62,16 @@ func tlsSettings(ec *stewardv1.EtcdCluster) (leaf, ca time.Duration, fraction fl
 // etcd call of this reconcile.
 func (r *EtcdClusterReconciler) prepareTLS(ctx context.Context, ec *stewardv1.EtcdCluster) (*tlsObserved, error) {
 	t := &tlsObserved{secrets: map[string]*corev1.Secret{}}
+	if userSource(ec) {
+		names, err := r.memberNames(ctx, ec)
+		if err != nil {
+			return nil, err
+		}
+		if t.user, t.userMsg, err = r.loadUser(ctx, ec, names); err != nil {
+			return nil, err
+		}
+		return t, r.userCredentials(ctx, ec, t.user)
+	}
 	var s corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.CASecretName(ec.Name)}, &s)
 	switch {
@@ -108,17 +122,30 @@ func (r *EtcdClusterReconciler) refreshCredentials(ec *stewardv1.EtcdCluster, ca
 // reconcileTLS decides this reconcile's certificate work, writes the Secrets (CA first, then
 // members, then the application client) and tells the plan what it may do.
 func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, t *tlsObserved) error {
+	hold := t.userMsg
 	if t.caErr != nil {
-		o.facts.TLS.Hold = t.caErr.Error()
-		t.decision = tlsplan.Decision{Hold: t.caErr.Error(), Pass: pki.Done}
+		hold = t.caErr.Error()
+	}
+	if hold != "" {
+		o.facts.TLS.Hold = hold
+		t.decision = tlsplan.Decision{Hold: hold, Pass: pki.Done}
 		return nil
 	}
 	f, err := r.tlsFacts(ctx, ec, o, t)
 	if err != nil {
 		return err
 	}
+	f.User = t.user
+	if t.user != nil {
+		peers := servedPeerLeaves(ctx, o)
+		for i := range f.Members {
+			if p := f.Members[i].Pod; p != nil {
+				p.ServedPeer = peers[f.Members[i].Name]
+			}
+		}
+	}
 	d := tlsplan.Decide(f)
-	if f.CA == nil && len(t.secrets) > 0 {
+	if f.CA == nil && f.User == nil && len(t.secrets) > 0 {
 		// Members hold leaves of a CA whose Secret is gone: a new CA would lock them out.
 		d = tlsplan.Decision{Pass: pki.Done, Hold: fmt.Sprintf("the CA Secret %s is missing while members hold certificates "+
 			"it signed; restore it from a backup (Steward does not replace a CA members trust)", resources.CASecretName(ec.Name))}
@@ -154,7 +181,8 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 			return f, err
 		}
 		if p := o.pods[name]; p != nil && p.DeletionTimestamp == nil {
-			m.Pod = &tlsplan.Pod{Trust: tlsplan.ParseTrust(p.Annotations[tlsplan.TrustAnnotation]), Served: served[name]}
+			peer, client := tlsplan.ParsePlaneTrust(p.Annotations[tlsplan.TrustAnnotation])
+			m.Pod = &tlsplan.Pod{Trust: peer, ClientTrust: client, Served: served[name]}
 		}
 		f.Members = append(f.Members, m)
 	}
@@ -190,6 +218,36 @@ func (r *EtcdClusterReconciler) servedLeaves(ctx context.Context, ec *stewardv1.
 	}
 	wg.Wait()
 	return out
+}
+
+// memberNames are the cluster's members and the ones spec.replicas asks for: the names a user's
+// certificate must cover.
+func (r *EtcdClusterReconciler) memberNames(ctx context.Context, ec *stewardv1.EtcdCluster) ([]string, error) {
+	var list stewardv1.EtcdMemberList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ec.Namespace)); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, m := range list.Items {
+		if m.Spec.ClusterName == ec.Name {
+			add(m.Name)
+		}
+	}
+	replicas := int32(3)
+	if ec.Spec.Replicas != nil {
+		replicas = *ec.Spec.Replicas
+	}
+	for i := range replicas {
+		add(resources.MemberName(ec.Name, i))
+	}
+	return out, nil
 }
 
 // writeTLS carries out the decision's writes, CA first: every later write assumes it.

@@ -86,11 +86,14 @@ func parseMemberSecret(s *corev1.Secret) *tlsplan.MemberSecret {
 		return nil
 	}
 	ms.Trust = trust
+	if ct, err := pki.ParseBundle(s.Data[resources.KeyClientCA]); err == nil && tlsplan.FormatTrust(ct) != tlsplan.FormatTrust(trust) {
+		ms.ClientTrust = ct
+	}
 	return ms
 }
 
 func fillMemberSecret(s *corev1.Secret, ms *tlsplan.MemberSecret) error {
-	server, err := ms.Server.Material(ms.Trust...)
+	server, err := ms.Server.Material(ms.ClientBundle()...)
 	if err != nil {
 		return err
 	}
@@ -101,10 +104,10 @@ func fillMemberSecret(s *corev1.Secret, ms *tlsplan.MemberSecret) error {
 	s.Data = map[string][]byte{
 		resources.KeyServerCert: server.Cert, resources.KeyServerKey: server.Key,
 		resources.KeyPeerCert: peer.Cert, resources.KeyPeerKey: peer.Key,
-		// The Operator source has one CA per cluster for both planes, so the two bundles are equal.
+		// With the Operator source one CA serves both planes, so the two bundles are equal.
 		// Known limit: a client certificate of that CA also passes the peer port's TLS check; see
 		// docs/tls.md.
-		resources.KeyPeerCA: server.CA, resources.KeyClientCA: server.CA,
+		resources.KeyPeerCA: peer.CA, resources.KeyClientCA: server.CA,
 	}
 	return nil
 }

@@ -103,3 +103,31 @@ func Served(ctx context.Context, addr string, creds *Credentials) (*x509.Certifi
 	}
 	return peers[0], nil
 }
+
+// PresentedCertificate is the leaf a TLS server presents on addr, unverified: for comparing it
+// with what it should serve, never for trusting the connection (which is closed at once).
+func PresentedCertificate(ctx context.Context, addr string) (*x509.Certificate, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	// The certificate is captured when it arrives, before Steward would have to present one: the
+	// server may then refuse the handshake, which does not matter here.
+	var got *x509.Certificate
+	cfg := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, //nolint:gosec // read only
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) > 0 {
+				c, err := x509.ParseCertificate(raw[0])
+				got = c
+				return err
+			}
+			return nil
+		}}
+	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		_ = conn.Close()
+	}
+	if got == nil {
+		return nil, errors.Join(errors.New("no certificate presented"), err)
+	}
+	return got, nil
+}

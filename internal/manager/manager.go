@@ -77,6 +77,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	r := &controller.EtcdClusterReconciler{
 		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
 		Recorder:            mgr.GetEventRecorder("steward"),
 		Etcd:                etcd.NewPool(),
 		EtcdImageRepository: o.EtcdImageRepository,

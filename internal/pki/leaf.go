@@ -108,6 +108,12 @@ func (ca *CA) IssueClient(commonName string, now time.Time, lifetime time.Durati
 	return ca.issue(commonName, Client, nil, nil, now, lifetime)
 }
 
+// Issue issues a leaf with the given DNS names, for certificates that name no single member (a
+// user's wildcard certificate in tests and tools).
+func (ca *CA) Issue(cn string, u Usage, dns []string, now time.Time, lifetime time.Duration) (*Leaf, error) {
+	return ca.issue(cn, u, dns, nil, now, lifetime)
+}
+
 func (ca *CA) issue(cn string, u Usage, dns []string, ips []net.IP, now time.Time, lifetime time.Duration) (*Leaf, error) {
 	if cn == "" {
 		return nil, errors.New("pki: a certificate needs a name")

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -203,6 +204,11 @@ func Args(m Member) []string {
 			"--client-cert-auth=true", "--trusted-ca-file="+f(KeyClientCA),
 			"--peer-cert-file="+f(KeyPeerCert), "--peer-key-file="+f(KeyPeerKey),
 			"--peer-client-cert-auth=true", "--peer-trusted-ca-file="+f(KeyPeerCA),
+			// etcd would also resolve the DNS names of a connecting peer's certificate and
+			// require one to point at the peer's IP; a joining member's DNS record appears only
+			// after its Pod is running, so its first connections fail and it crash-loops. The
+			// chain to the cluster's own CA still authenticates every peer.
+			"--"+skipPeerSANFlag(t.Version)+"=true",
 		)
 	}
 	args = append(args, optionArgs(&t.Options)...)
@@ -210,6 +216,16 @@ func Args(m Member) []string {
 		args = append(args, "--"+k+"="+t.Options.ExtraArgs[k])
 	}
 	return args
+}
+
+// skipPeerSANFlag is the flag's name for an etcd version: experimental up to 3.5, renamed in 3.6
+// (the old name is gone in 3.7). A version that does not parse gets the current name.
+func skipPeerSANFlag(version string) string {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(version, "v"), "%d.%d", &major, &minor); err == nil && major == 3 && minor <= 5 {
+		return "experimental-peer-skip-client-san-verification"
+	}
+	return "peer-skip-client-san-verification"
 }
 
 func optionArgs(o *stewardv1.EtcdOptions) []string {

@@ -223,6 +223,18 @@ func TestPodTLS(t *testing.T) {
 	}
 }
 
+func TestSkipPeerSANFlag(t *testing.T) {
+	for v, want := range map[string]string{
+		"3.5.35": "experimental-peer-skip-client-san-verification", "3.4.1": "experimental-peer-skip-client-san-verification",
+		"3.6.16": "peer-skip-client-san-verification", "3.7.3": "peer-skip-client-san-verification",
+		"v3.6.0": "peer-skip-client-san-verification", "custom": "peer-skip-client-san-verification",
+	} {
+		if got := skipPeerSANFlag(v); got != want {
+			t.Errorf("%s: %s, want %s", v, got, want)
+		}
+	}
+}
+
 func TestServices(t *testing.T) {
 	ec := cluster(nil)
 	peer, client := PeerService(ec), ClientService(ec)

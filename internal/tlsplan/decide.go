@@ -66,6 +66,9 @@ type Certificate struct {
 
 // Decide is one reconcile's TLS step.
 func Decide(f Facts) Decision {
+	if f.User != nil {
+		return decideUser(f)
+	}
 	if f.CA == nil {
 		ca, err := pki.NewCA(f.Cluster, f.Namespace, f.Now, f.CALifetime)
 		if err != nil {

@@ -45,7 +45,14 @@ type Facts struct {
 	Members []Member
 	// AppClient is the application client Secret's material; nil when it is missing or unreadable.
 	AppClient *Material
+
+	// User is set when both planes come from the user's Secrets (source Secret): their material,
+	// already validated, is rolled onto the members instead of anything Steward issues.
+	User *UserTLS
 }
+
+// UserTLS is the validated content of the user's Secrets.
+type UserTLS struct{ Peer, Client Material }
 
 // Member is one member's material and Pod.
 type Member struct {
@@ -59,17 +66,41 @@ type Member struct {
 // MemberSecret is what the member's Secret holds.
 type MemberSecret struct {
 	Server, Peer *pki.Leaf
-	Trust        []*x509.Certificate
+	// Trust is the peer plane's bundle, and the client plane's too unless ClientTrust is set
+	// (only user Secrets give the planes different CAs).
+	Trust       []*x509.Certificate
+	ClientTrust []*x509.Certificate
+}
+
+// ClientBundle is the client plane's trust.
+func (s *MemberSecret) ClientBundle() []*x509.Certificate {
+	if s.ClientTrust != nil {
+		return s.ClientTrust
+	}
+	return s.Trust
 }
 
 // Pod is what the controller saw of the member's Pod.
 type Pod struct {
-	// Trust are the fingerprints of TrustAnnotation.
-	Trust []string
+	// Trust are the fingerprints of TrustAnnotation (the peer plane's, and the client plane's
+	// unless ClientTrust is set).
+	Trust       []string
+	ClientTrust []string
 	// Served is the leaf the member presented on its client port this reconcile; nil when it did
 	// not answer. Server and peer leaves live in one Secret volume, which the kubelet updates
 	// atomically, so the served server leaf also tells whether the peer leaf reached the member.
 	Served *x509.Certificate
+	// ServedPeer is the leaf presented on the peer port (user Secrets only: there the planes'
+	// leaves change independently).
+	ServedPeer *x509.Certificate
+}
+
+// ClientPlaneTrust is the client plane's trust.
+func (p *Pod) ClientPlaneTrust() []string {
+	if p.ClientTrust != nil {
+		return p.ClientTrust
+	}
+	return p.Trust
 }
 
 // Material is a leaf with the trust bundle published next to it.
@@ -81,6 +112,31 @@ type Material struct {
 // FormatTrust is the TrustAnnotation value for a bundle.
 func FormatTrust(bundle []*x509.Certificate) string {
 	return strings.Join(pki.Fingerprints(pki.Bundle(bundle...)), ",")
+}
+
+// FormatPlaneTrust is the TrustAnnotation value when the planes trust different CAs.
+func FormatPlaneTrust(peer, client []*x509.Certificate) string {
+	p, c := FormatTrust(peer), FormatTrust(client)
+	if p == c {
+		return p
+	}
+	return "peer=" + p + ";client=" + c
+}
+
+// ParsePlaneTrust reads a TrustAnnotation value of either form.
+func ParsePlaneTrust(s string) (peer, client []string) {
+	if !strings.HasPrefix(s, "peer=") {
+		t := ParseTrust(s)
+		return t, t
+	}
+	for _, part := range strings.Split(s, ";") {
+		if v, ok := strings.CutPrefix(part, "peer="); ok {
+			peer = ParseTrust(v)
+		} else if v, ok := strings.CutPrefix(part, "client="); ok {
+			client = ParseTrust(v)
+		}
+	}
+	return peer, client
 }
 
 // ParseTrust reads a TrustAnnotation value.

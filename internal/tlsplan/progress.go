@@ -76,7 +76,9 @@ func (d *Decision) status(f *Facts) {
 			RenewAt: pki.RenewAt(l.Cert, f.RenewFraction), Served: served})
 		tracked = append(tracked, l)
 	}
-	add("ca", &pki.Leaf{Cert: f.CA.Cert}, false)
+	if f.CA != nil {
+		add("ca", &pki.Leaf{Cert: f.CA.Cert}, false)
+	}
 	if f.NextCA != nil {
 		add("ca-next", &pki.Leaf{Cert: f.NextCA.Cert}, false)
 	}
@@ -98,7 +100,7 @@ func (d *Decision) status(f *Facts) {
 	} else if f.AppClient != nil {
 		add("client", f.AppClient.Leaf, false)
 	}
-	if nearExpiry(f.CA.Cert, f.Now) && f.NextCA == nil {
+	if f.CA != nil && nearExpiry(f.CA.Cert, f.Now) && f.NextCA == nil {
 		d.Expiring = "the cluster CA expires at " + f.CA.Cert.NotAfter.UTC().Format(time.RFC3339) + " and no rotation is under way"
 	}
 	certs := make([]*x509.Certificate, 0, len(tracked))
