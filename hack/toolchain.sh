@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the project's test toolchain from source, from the Go module proxy only:
 # controller-gen, golangci-lint, Kubernetes (kube-apiserver ... kubectl), etcd 3.5/3.6/3.7,
-# and an envtest asset directory. Output goes to the git-ignored _out/ at the repo root,
-# keyed by version: a binary that already exists is not rebuilt.
+# an envtest asset directory, and cert-manager's controller with its CRDs. Output goes to the
+# git-ignored _out/ at the repo root, keyed by version: a binary that already exists is not
+# rebuilt.
 #
-# The versions live in the go.mod files under hack/tools, hack/kube and hack/etcd/v3.X;
-# change them there (then `go mod tidy` in that module) and this script follows.
+# The versions live in the go.mod files under hack/tools, hack/kube, hack/etcd/v3.X and
+# hack/certmanager; change them there (then `go mod tidy` in that module) and this script
+# follows.
 #
 # Usage: hack/toolchain.sh <command>
 #   tools                    controller-gen + golangci-lint
@@ -14,11 +16,14 @@
 #   etcd [3.5|3.6|3.7|all]   etcd + etcdctl for one or all versions (default: all)
 #   envtest                  kube-test + etcd 3.6 + the _out/envtest symlinks
 #                            (KUBEBUILDER_ASSETS=$PWD/_out/envtest)
+#   certmanager              cert-manager-controller (hack/certmanager: certificates, SelfSigned
+#                            and CA issuers only) + cert-manager's CRDs in a crds/ next to it
 #   all                      everything above
 #   versions                 KEY=VALUE lines: versions and paths (eval-safe)
 #   path <name>              absolute path of one binary: controller-gen, golangci-lint,
 #                            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-#                            kube-proxy, kubectl, etcd, etcdctl (= 3.6), etcd-3.X, etcdctl-3.X;
+#                            kube-proxy, kubectl, etcd, etcdctl (= 3.6), etcd-3.X, etcdctl-3.X,
+#                            certmanager (the controller), certmanager-crds (the CRD directory);
 #                            exits 1 (path still printed) when it has not been built yet
 #
 # Build logs go to stderr; stdout carries only the output of `versions` and `path`.
@@ -41,6 +46,7 @@ modver() {
 TOOLS_MOD=$ROOT/hack/tools
 KUBE_MOD=$ROOT/hack/kube
 ETCD_MOD=$ROOT/hack/etcd          # + /v3.5, /v3.6, /v3.7
+CERTMANAGER_MOD=$ROOT/hack/certmanager
 
 CONTROLLER_GEN_VERSION=$(modver "$TOOLS_MOD/go.mod" sigs.k8s.io/controller-tools)
 GOLANGCI_LINT_VERSION=$(modver "$TOOLS_MOD/go.mod" github.com/golangci/golangci-lint/v2)
@@ -48,6 +54,7 @@ KUBE_VERSION=$(modver "$KUBE_MOD/go.mod" k8s.io/kubernetes)
 ETCD_35_VERSION=$(modver "$ETCD_MOD/v3.5/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_36_VERSION=$(modver "$ETCD_MOD/v3.6/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_37_VERSION=$(modver "$ETCD_MOD/v3.7/go.mod" go.etcd.io/etcd/server/v3)
+CERTMANAGER_VERSION=$(modver "$CERTMANAGER_MOD/go.mod" github.com/cert-manager/cert-manager)
 ENVTEST_ETCD=3.6                  # the etcd minor that _out/envtest links to
 
 KUBE_ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
@@ -64,6 +71,9 @@ ETCD_35_BIN_DIR=$BIN_DIR/etcd/$ETCD_35_VERSION
 ETCD_36_BIN_DIR=$BIN_DIR/etcd/$ETCD_36_VERSION
 ETCD_37_BIN_DIR=$BIN_DIR/etcd/$ETCD_37_VERSION
 ENVTEST_ASSETS=$OUT_DIR/envtest
+CERTMANAGER_DIR=$BIN_DIR/certmanager-$CERTMANAGER_VERSION
+CERTMANAGER_BIN=$CERTMANAGER_DIR/cert-manager-controller
+CERTMANAGER_CRDS=$CERTMANAGER_DIR/crds
 
 # Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
 # stamping (the hack modules are not the binaries' own repositories).
@@ -188,12 +198,35 @@ build_envtest() {
   log "envtest assets ready: KUBEBUILDER_ASSETS=$ENVTEST_ASSETS"
 }
 
+# build_certmanager: hack/certmanager's binary, and the CRDs of the same cert-manager module
+# (plain YAML in its deploy/crds/) copied from the module cache into $CERTMANAGER_CRDS.
+build_certmanager() {
+  if [[ -x $CERTMANAGER_BIN ]]; then
+    log "cert-manager $CERTMANAGER_VERSION up to date"
+  else
+    gobuild "cert-manager $CERTMANAGER_VERSION" "$CERTMANAGER_MOD" "$CERTMANAGER_DIR" \
+      "-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERTMANAGER_VERSION" \
+      "$(basename "$CERTMANAGER_BIN")=github.com/etcd-steward/steward/hack/certmanager"
+  fi
+  if [[ -d $CERTMANAGER_CRDS ]]; then
+    return
+  fi
+  local src tmp
+  src=$(cd "$CERTMANAGER_MOD" && "$GO" mod download -json github.com/cert-manager/cert-manager |
+    awk -F'"' '$2 == "Dir" { print $4 }')
+  [[ -d $src/deploy/crds ]] || die "no deploy/crds in cert-manager module dir '$src'"
+  tmp=$(mktemp -d "$CERTMANAGER_DIR/.crds.XXXXXX"); TMP_DIRS+=("$tmp"); chmod 0755 "$tmp"
+  install -m 0644 "$src"/deploy/crds/*.yaml "$tmp/" # the module cache is read-only
+  mv "$tmp" "$CERTMANAGER_CRDS"
+  log "copied cert-manager $CERTMANAGER_VERSION CRDs -> ${CERTMANAGER_CRDS#"$ROOT"/}"
+}
+
 print_versions() {
   local k
   for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION \
-    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION OUT_DIR BIN_DIR TOOLS_BIN_DIR \
-    CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ENVTEST_ASSETS; do
+    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION OUT_DIR BIN_DIR \
+    TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
+    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -208,6 +241,8 @@ print_path() {
     etcd | etcdctl) p=$(etcd_bin_dir "$ENVTEST_ETCD")/$name ;;
     etcd-3.[0-9] | etcdctl-3.[0-9]) p=$(etcd_bin_dir "${name#*-}")/${name%-*} ;;
     envtest) p=$ENVTEST_ASSETS ;;
+    certmanager) p=$CERTMANAGER_BIN ;;
+    certmanager-crds) p=$CERTMANAGER_CRDS ;;
     *) die "path: unknown binary '$name'" ;;
   esac
   echo "$p"
@@ -237,6 +272,7 @@ case $cmd in
       *) build_etcd "$2" ;;
     esac ;;
   envtest) lock; build_envtest ;;
+  certmanager) lock; build_certmanager ;;
   all)
     lock
     start=$(date +%s)
@@ -244,6 +280,7 @@ case $cmd in
     build_kube "${KUBE_ALL[@]}"
     for m in 3.5 3.6 3.7; do build_etcd "$m"; done
     build_envtest
+    build_certmanager
     log "all done in $(( $(date +%s) - start ))s"
     ;;
   versions) print_versions ;;

@@ -5,9 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
-	"strconv"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -197,27 +194,13 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 	return f, nil
 }
 
-// servedLeaves dials every member's client port at once and records the leaf it presents.
+// servedLeaves records the leaf each member presents on its client port, verified as the
+// operator's own connections are.
 func (r *EtcdClusterReconciler) servedLeaves(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) map[string]*x509.Certificate {
 	creds := r.Etcd.Credentials(string(ec.UID))
-	out := map[string]*x509.Certificate{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for name, p := range o.pods {
-		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || o.members[name] == nil {
-			continue
-		}
-		addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(resources.ClientPort))
-		wg.Go(func() {
-			if c, err := etcd.Served(ctx, addr, creds); err == nil {
-				mu.Lock()
-				out[name] = c
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return out
+	return dialMembers(o, resources.ClientPort, func(addr string) (*x509.Certificate, error) {
+		return etcd.Served(ctx, addr, creds)
+	})
 }
 
 // memberNames are the cluster's members and the ones spec.replicas asks for: the names a user's

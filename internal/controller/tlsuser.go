@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,14 +112,30 @@ func (r *EtcdClusterReconciler) userCredentials(ctx context.Context, ec *steward
 // is read: the handshake is not verified and nothing is sent (the peer port wants a peer's
 // certificate, which Steward does not present).
 func servedPeerLeaves(ctx context.Context, o *observed) map[string]*x509.Certificate {
+	return dialMembers(o, resources.PeerPort, func(addr string) (*x509.Certificate, error) {
+		return etcd.PresentedCertificate(ctx, addr)
+	})
+}
+
+// dialMembers asks every member's Pod at once, so an unreachable one costs one timeout, not one
+// per member.
+func dialMembers(o *observed, port int, get func(addr string) (*x509.Certificate, error)) map[string]*x509.Certificate {
 	out := map[string]*x509.Certificate{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for name, p := range o.pods {
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil || o.members[name] == nil {
 			continue
 		}
-		if c, err := etcd.PresentedCertificate(ctx, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(resources.PeerPort))); err == nil {
-			out[name] = c
-		}
+		addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))
+		wg.Go(func() {
+			if c, err := get(addr); err == nil {
+				mu.Lock()
+				out[name] = c
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	return out
 }

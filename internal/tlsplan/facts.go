@@ -125,7 +125,7 @@ func FormatPlaneTrust(peer, client []*x509.Certificate) string {
 
 // ParsePlaneTrust reads a TrustAnnotation value of either form.
 func ParsePlaneTrust(s string) (peer, client []string) {
-	if !strings.HasPrefix(s, "peer=") {
+	if !strings.Contains(s, "=") {
 		t := ParseTrust(s)
 		return t, t
 	}

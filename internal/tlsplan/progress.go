@@ -89,7 +89,11 @@ func (d *Decision) status(f *Facts) {
 		}
 		served := m.Pod != nil && m.Pod.Served != nil && pki.Fingerprint(m.Pod.Served) == pki.Fingerprint(s.Server.Cert)
 		add(m.Name+"/server", s.Server, served)
-		add(m.Name+"/peer", s.Peer, served)
+		servedPeer := served
+		if f.User != nil { // the user's planes change apart: the peer port tells for the peer leaf
+			servedPeer = m.Pod != nil && m.Pod.ServedPeer != nil && pki.Fingerprint(m.Pod.ServedPeer) == pki.Fingerprint(s.Peer.Cert)
+		}
+		add(m.Name+"/peer", s.Peer, servedPeer)
 		if m.Pod != nil && m.Pod.Served != nil && nearExpiry(m.Pod.Served, f.Now) && !served {
 			d.Expiring = fmt.Sprintf("%s serves a certificate that expires at %s and has not picked up its renewal yet",
 				m.Name, m.Pod.Served.NotAfter.UTC().Format(time.RFC3339))

@@ -54,11 +54,14 @@ func decideUser(f Facts) Decision {
 	for i := range d.Certificates {
 		d.Certificates[i].RenewAt = time.Time{} // the user renews these, not Steward
 	}
+	var expiring []string
 	for _, p := range userPlanes(f.User) {
 		if c := p.user.Leaf.Cert; pki.RenewalDue(c, f.Now, f.RenewFraction) {
-			d.Expiring = fmt.Sprintf("the %s plane's certificate from the user's Secret expires at %s; Steward cannot renew it: "+
-				"put a renewed one in the Secret", p.name, c.NotAfter.UTC().Format(time.RFC3339))
+			expiring = append(expiring, fmt.Sprintf("the %s plane's certificate from the user's Secret expires at %s", p.name, c.NotAfter.UTC().Format(time.RFC3339)))
 		}
+	}
+	if len(expiring) > 0 {
+		d.Expiring = strings.Join(expiring, "; ") + "; Steward cannot renew it: put a renewed one in the Secret"
 	}
 	return d
 }
@@ -68,6 +71,7 @@ func decideUser(f Facts) Decision {
 func seedSecret(f Facts, m Member) *MemberSecret {
 	if m.Secret != nil {
 		c := *m.Secret
+		c.ClientTrust = m.Secret.ClientBundle() // its own copy: the peer plane may replace Trust first
 		return &c
 	}
 	for _, o := range f.Members {

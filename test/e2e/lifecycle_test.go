@@ -182,7 +182,8 @@ func TestRepairCrashLoop(t *testing.T) {
 		t.Logf("exec (expected to end with the process): %v %s", err, out)
 	}
 	start := time.Now()
-	f.WaitFor(t, ns, victim+" replaced with a new member ID", 6*time.Minute, func(ctx context.Context) (bool, error) {
+	// Five kubelet back-offs take about 5.5 minutes before the member counts as crash-looping.
+	f.WaitFor(t, ns, victim+" replaced with a new member ID", 9*time.Minute, func(ctx context.Context) (bool, error) {
 		ec, err := get(ctx, ns, "db")
 		if err != nil {
 			return false, err

@@ -82,9 +82,8 @@ func (m *Monitor) sample(ctx context.Context) Sample {
 	pods, err := m.f.Pods(pctx, m.cfg.Namespace, m.cfg.Labels)
 	cancel()
 	if err != nil {
-		// Without the Pod list nothing can be said; record it as a list failure
-		// rather than invent a state.
-		return Evaluate(at, m.cfg.Expected(), nil, nil, err)
+		// Without the Pod list nothing can be said about the members either way.
+		return UnknownSample(at, err)
 	}
 	var obs []PodObservation
 	var endpoints []string

@@ -39,6 +39,15 @@ type Sample struct {
 	Unavailable int
 	Members     []MemberState
 	ListErr     string // the MemberList error, if it failed
+	// Unknown: the Kubernetes API did not answer the Pod list in time, so this instant says
+	// nothing about the members (a slow API server is not an etcd disruption); it counts no
+	// member unavailable and is shown as such.
+	Unknown bool
+}
+
+// UnknownSample is an instant the monitor could not observe.
+func UnknownSample(at time.Time, err error) Sample {
+	return Sample{At: at, Unknown: true, ListErr: "pod list: " + err.Error()}
 }
 
 // Evaluate decides, for each expected member, whether it is available: its Pod exists
@@ -135,7 +144,7 @@ func (tl Timeline) Changes() Timeline {
 	return out
 }
 
-func (s Sample) key() string { return fmt.Sprint(s.Unavailable, s.Members) }
+func (s Sample) key() string { return fmt.Sprint(s.Unknown, s.Unavailable, s.Members) }
 
 // String renders one sample: time, count, and the unavailable members with reasons.
 func (s Sample) String() string {
@@ -146,6 +155,9 @@ func (s Sample) String() string {
 		}
 	}
 	sort.Strings(parts)
+	if s.Unknown {
+		return fmt.Sprintf("%s unknown (%s)", s.At.Format("15:04:05.000"), shortErr(s.ListErr))
+	}
 	out := fmt.Sprintf("%s unavailable=%d", s.At.Format("15:04:05.000"), s.Unavailable)
 	if len(parts) > 0 {
 		out += " [" + strings.Join(parts, "; ") + "]"

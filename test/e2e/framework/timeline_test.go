@@ -104,3 +104,16 @@ func TestTimelineAccounting(t *testing.T) {
 		t.Fatal("empty timeline max")
 	}
 }
+
+// An instant whose Pod list failed counts nobody unavailable but stays visible in the changes, so
+// a slow API server neither fails nor hides anything.
+func TestUnknownSample(t *testing.T) {
+	s := UnknownSample(t0, errors.New("context deadline exceeded"))
+	tl := Timeline{Evaluate(t0, []string{"e-0"}, []PodObservation{{"e-0", true}}, []MemberObservation{{Name: "e-0"}}, nil), s}
+	if tl.Max() != 0 {
+		t.Errorf("Max = %d with an unknown instant", tl.Max())
+	}
+	if got := tl.Changes(); len(got) != 2 || !strings.Contains(got[1].String(), "unknown (pod list: context deadline exceeded)") {
+		t.Errorf("changes %v", got)
+	}
+}
