@@ -88,8 +88,7 @@ func TestIssuance(t *testing.T) {
 			IsCA:       true,
 			CommonName: "steward test CA",
 			SecretName: "ca",
-			PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
-			IssuerRef:  cmmeta.IssuerReference{Name: "selfsigned", Kind: cmapi.IssuerKind, Group: "cert-manager.io"},
+			IssuerRef:  cmmeta.IssuerReference{Name: "selfsigned"},
 		},
 	}))
 	ca := cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: "ca"}}
@@ -107,12 +106,11 @@ func TestIssuance(t *testing.T) {
 				SecretName: name,
 				DNSNames:   dnsNames,
 				Usages:     []cmapi.KeyUsage{cmapi.UsageServerAuth, cmapi.UsageClientAuth},
-				PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
-				IssuerRef:  cmmeta.IssuerReference{Name: "ca", Kind: kind, Group: "cert-manager.io"},
+				IssuerRef:  cmmeta.IssuerReference{Name: "ca", Kind: kind},
 			},
 		}
 	}
-	must(t, create(ctx, cm, leaf("leaf", cmapi.IssuerKind)))
+	must(t, create(ctx, cm, leaf("leaf", "")))
 	must(t, create(ctx, cm, leaf("leaf-cluster", cmapi.ClusterIssuerKind)))
 
 	start := time.Now()

@@ -79,7 +79,7 @@ func (r *EtcdClusterReconciler) prepareTLS(ctx context.Context, ec *stewardv1.Et
 	}
 	t.caSecret = &s
 	if t.ca, t.next, err = parseCASecret(&s); err != nil {
-		t.caErr = fmt.Errorf("Secret %s: %w", s.Name, err)
+		t.caErr = fmt.Errorf("the CA Secret %s: %w", s.Name, err)
 		return t, nil
 	}
 	r.refreshCredentials(ec, t.ca, t.next)

@@ -1,16 +1,16 @@
 package pki
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"crypto/x509"
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 

@@ -206,12 +206,12 @@ func summary(d Decision, f Facts) string {
 	var b strings.Builder
 	if d.WriteCA != nil {
 		role := func(ca *pki.CA) string {
-			switch {
-			case ca == nil:
+			switch ca {
+			case nil:
 				return "none"
-			case ca == f.CA:
+			case f.CA:
 				return "current"
-			case ca == f.NextCA:
+			case f.NextCA:
 				return "next"
 			}
 			return "fresh"
