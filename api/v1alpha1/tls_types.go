@@ -5,7 +5,7 @@ import (
 )
 
 // TLSSource is where a plane's certificates come from.
-// +kubebuilder:validation:Enum=Operator;Secret
+// +kubebuilder:validation:Enum=Operator;Secret;CertManager
 type TLSSource string
 
 const (
@@ -15,11 +15,14 @@ const (
 	// validates it, copies it onto the members when it changes, and rotates the CA in passes when
 	// ca.crt changes.
 	TLSSourceSecret TLSSource = "Secret"
+	// TLSSourceCertManager: Steward asks cert-manager for the certificates (Certificates signed
+	// by issuerRef) and then treats the Secrets cert-manager writes as with source Secret.
+	TLSSourceCertManager TLSSource = "CertManager"
 )
 
 // TLSSpec is mutual TLS on etcd's peer and client planes. On by default.
-// +kubebuilder:validation:XValidation:rule="!has(self.peer) || !has(self.client) || !has(self.peer.source) || !has(self.client.source) || self.peer.source == self.client.source",message="spec.tls.peer.source and spec.tls.client.source must be the same: mixing Operator and Secret planes is not supported yet"
-// +kubebuilder:validation:XValidation:rule="!has(self.rotateCA) || !has(self.peer) || !has(self.peer.source) || self.peer.source == 'Operator'",message="spec.tls.rotateCA rotates the CA Steward runs (source Operator); with source Secret, put the new CA in your Secret's ca.crt and Steward rotates in passes"
+// +kubebuilder:validation:XValidation:rule="!has(self.peer) || !has(self.client) || !has(self.peer.source) || !has(self.client.source) || self.peer.source == self.client.source",message="spec.tls.peer.source and spec.tls.client.source must be the same: mixing sources is not supported yet"
+// +kubebuilder:validation:XValidation:rule="!has(self.rotateCA) || !has(self.peer) || !has(self.peer.source) || self.peer.source == 'Operator'",message="spec.tls.rotateCA rotates the CA Steward runs (source Operator); with source Secret or CertManager, a new CA in the Secrets' ca.crt is rotated in passes"
 // +kubebuilder:validation:XValidation:rule="!has(self.caDuration) || !has(self.certificateDuration) || duration(self.caDuration) - duration(self.certificateDuration) >= duration(self.certificateDuration)",message="spec.tls.caDuration must be at least twice spec.tls.certificateDuration, so leaves can be renewed under one CA"
 type TLSSpec struct {
 	// enabled turns mutual TLS on for both planes. It is fixed when the cluster is created.
@@ -75,8 +78,10 @@ type TLSSpec struct {
 // TLSPlane says where one plane's material comes from.
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source != 'Secret' || has(self.secretName)",message="secretName is required with source Secret"
 // +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source == 'Secret') || !has(self.secretName)",message="secretName is only used with source Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source != 'CertManager' || has(self.issuerRef)",message="issuerRef is required with source CertManager"
+// +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source == 'CertManager') || !has(self.issuerRef)",message="issuerRef is only used with source CertManager"
 type TLSPlane struct {
-	// source: Operator (default) or Secret. Fixed at creation.
+	// source: Operator (default), Secret or CertManager. Fixed at creation.
 	// +optional
 	// +kubebuilder:default=Operator
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="the TLS source is fixed at creation"
@@ -92,6 +97,26 @@ type TLSPlane struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName,omitempty"`
+
+	// issuerRef (source CertManager) is the cert-manager Issuer or ClusterIssuer that signs this
+	// plane's certificates. Its Secrets must carry ca.crt (CA and self-signed issuers do).
+	// +optional
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty"`
+}
+
+// IssuerRef names a cert-manager issuer.
+type IssuerRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// kind is Issuer (in the cluster's namespace) or ClusterIssuer.
+	// +optional
+	// +kubebuilder:default=Issuer
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	Kind string `json:"kind,omitempty"`
+	// group of the issuer kind.
+	// +optional
+	// +kubebuilder:default=cert-manager.io
+	Group string `json:"group,omitempty"`
 }
 
 // TLSStatus is what the cluster's certificates are doing.

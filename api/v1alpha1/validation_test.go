@@ -210,6 +210,22 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.TLS = &v1.TLSSpec{RotateCA: "now", Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
 				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
 		}, "spec.tls.rotateCA rotates the CA Steward runs"},
+		{"cert-manager", func(c *v1.EtcdCluster) {
+			ref := &v1.IssuerRef{Name: "ca"}
+			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref},
+				Client: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref}}
+		}, ""},
+		{"cert-manager without issuer", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager}, Client: v1.TLSPlane{Source: v1.TLSSourceCertManager}}
+		}, "issuerRef is required with source CertManager"},
+		{"issuer without cert-manager", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{IssuerRef: &v1.IssuerRef{Name: "ca"}}}
+		}, "issuerRef is only used with source CertManager"},
+		{"unknown issuer kind", func(c *v1.EtcdCluster) {
+			ref := &v1.IssuerRef{Name: "ca", Kind: "Vault"}
+			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref},
+				Client: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref}}
+		}, "spec.tls.peer.issuerRef.kind: Unsupported value"},
 		{"unknown source", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: "Vault"}} },
 			"spec.tls.peer.source: Unsupported value"},
 	}

@@ -25,25 +25,31 @@ import (
 // those Secrets carry no label of Steward's, so they are read directly instead of watched.
 const userSecretPoll = 10 * time.Second
 
-// userSource says whether the cluster's certificates come from the user's Secrets.
+// userSource says whether the cluster's certificates come from Secrets Steward does not issue:
+// the user's, or cert-manager's.
 func userSource(ec *stewardv1.EtcdCluster) bool {
-	return ec.Spec.TLS != nil && ec.Spec.TLS.Peer.Source == stewardv1.TLSSourceSecret
+	return ec.Spec.TLS != nil && (ec.Spec.TLS.Peer.Source == stewardv1.TLSSourceSecret || certManagerSource(ec))
 }
 
 // loadUser reads and validates the user's Secrets. Any problem is returned as a message naming the
 // Secret and key; the plan then holds every Pod start and disruption (fail closed).
 func (r *EtcdClusterReconciler) loadUser(ctx context.Context, ec *stewardv1.EtcdCluster, members []string) (*tlsplan.UserTLS, string, error) {
-	tlsSpec := ec.Spec.TLS
+	if certManagerSource(ec) {
+		if msg, err := r.ensureCertificates(ctx, ec); msg != "" || err != nil {
+			return nil, msg, err
+		}
+	}
+	peerSecret, serverSecret := userSecretNames(ec)
 	var hosts []string
 	for _, m := range members {
 		hosts = append(hosts, resources.MemberHost(ec.Name, ec.Namespace, m))
 	}
 	client := resources.ClientServiceName(ec.Name) + "." + ec.Namespace + ".svc"
-	peer, msg, err := r.userPlane(ctx, ec.Namespace, tlsSpec.Peer.SecretName, pki.Expect{Usage: pki.Peer, DNSNames: hosts})
+	peer, msg, err := r.userPlane(ctx, ec.Namespace, peerSecret, pki.Expect{Usage: pki.Peer, DNSNames: hosts})
 	if msg != "" || err != nil {
 		return nil, msg, err
 	}
-	cl, msg, err := r.userPlane(ctx, ec.Namespace, tlsSpec.Client.SecretName, pki.Expect{Usage: pki.Server, DNSNames: append(hosts, client)})
+	cl, msg, err := r.userPlane(ctx, ec.Namespace, serverSecret, pki.Expect{Usage: pki.Server, DNSNames: append(hosts, client)})
 	if msg != "" || err != nil {
 		return nil, msg, err
 	}
@@ -54,7 +60,8 @@ func (r *EtcdClusterReconciler) userPlane(ctx context.Context, ns, name string, 
 	var s corev1.Secret
 	err := r.reader().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Sprintf("Secret %s not found: the members' certificates come from it (spec.tls, source Secret)", name), nil
+		return nil, fmt.Sprintf("Secret %s not found: the members' certificates come from it (spec.tls: source Secret, or "+
+			"written by cert-manager with source CertManager)", name), nil
 	}
 	if err != nil {
 		return nil, "", err
