@@ -11,8 +11,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
 need_root
 
 started=0
+cm_pid=""
 finish() {
   local rc=$?
+  if [[ -n $cm_pid ]]; then kill "$cm_pid" 2>/dev/null || true; wait "$cm_pid" 2>/dev/null || true; fi
   if ((started)) && [[ ${KEEP_CLUSTER:-0} != 1 ]]; then
     "$ROOT/hack/localkube/down.sh" || rc=1
   elif ((started)); then
@@ -32,6 +34,13 @@ fi
 "$ROOT/hack/localkube/install-operator.sh"
 
 mkdir -p "$OUT/e2e"
+# cert-manager, for the CertManager-source scenario: built from the module proxy
+# (hack/certmanager) and run as a host process against the cluster, so no image is needed.
+"$ROOT/hack/toolchain.sh" certmanager
+kctl apply --server-side -f "$("$ROOT/hack/toolchain.sh" path certmanager-crds)" >/dev/null
+"$("$ROOT/hack/toolchain.sh" path certmanager)" --kubeconfig "$KUBECONFIG_ADMIN" >"$OUT/e2e/cert-manager.log" 2>&1 &
+cm_pid=$!
+log "cert-manager controller running (pid $cm_pid, log _out/e2e/cert-manager.log)"
 export KUBECONFIG=$KUBECONFIG_ADMIN
 export PATH=$(dirname "$(kube_bin kubectl)"):$PATH
 export STEWARD_E2E_ETCD_VERSIONS="${STEWARD_E2E_ETCD_VERSIONS:-$(etcd_versions)}"

@@ -4,7 +4,7 @@ package main
 // cert-manager's CRDs (no webhook, no kubelet) and issues a CA and leaf certificates through
 // SelfSigned, CA Issuer and CA ClusterIssuer, as Steward's e2e tests will.
 //
-//	hack/toolchain.sh envtest certmanager && (cd hack/certmanager && go test -count=1 -v .)
+//	hack/toolchain.sh envtest && hack/toolchain.sh certmanager && (cd hack/certmanager && go test -count=1 -v .)
 //
 // The binary is $CERTMANAGER_BIN or `hack/toolchain.sh path certmanager` (skipped when neither
 // exists); the CRDs are $CERTMANAGER_CRDS or the crds/ directory next to the binary.
@@ -88,7 +88,8 @@ func TestIssuance(t *testing.T) {
 			IsCA:       true,
 			CommonName: "steward test CA",
 			SecretName: "ca",
-			IssuerRef:  cmmeta.IssuerReference{Name: "selfsigned"},
+			PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
+			IssuerRef:  cmmeta.IssuerReference{Name: "selfsigned", Kind: cmapi.IssuerKind, Group: "cert-manager.io"},
 		},
 	}))
 	ca := cmapi.IssuerConfig{CA: &cmapi.CAIssuer{SecretName: "ca"}}
@@ -106,11 +107,12 @@ func TestIssuance(t *testing.T) {
 				SecretName: name,
 				DNSNames:   dnsNames,
 				Usages:     []cmapi.KeyUsage{cmapi.UsageServerAuth, cmapi.UsageClientAuth},
-				IssuerRef:  cmmeta.IssuerReference{Name: "ca", Kind: kind},
+				PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
+				IssuerRef:  cmmeta.IssuerReference{Name: "ca", Kind: kind, Group: "cert-manager.io"},
 			},
 		}
 	}
-	must(t, create(ctx, cm, leaf("leaf", "")))
+	must(t, create(ctx, cm, leaf("leaf", cmapi.IssuerKind)))
 	must(t, create(ctx, cm, leaf("leaf-cluster", cmapi.ClusterIssuerKind)))
 
 	start := time.Now()
@@ -157,7 +159,7 @@ func startController(t *testing.T, bin string, args ...string) {
 		case err = <-exited:
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			err = fmt.Errorf("no exit 10s after SIGTERM: killed (%v)", <-exited)
+			err = fmt.Errorf("no exit 10s after SIGTERM: killed (%w)", <-exited)
 		}
 		if err != nil {
 			t.Errorf("cert-manager-controller: %v", err)
