@@ -106,13 +106,13 @@ func (r *EtcdClusterReconciler) applyCertificate(ctx context.Context, ec *stewar
 	if err := controllerutil.SetControllerReference(ec, u, r.Client.Scheme()); err != nil {
 		return err
 	}
-	err := r.Client.Create(ctx, u)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(certificateGVK)
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(u), cur); err != nil {
+	err := r.reader().Get(ctx, client.ObjectKeyFromObject(u), cur)
+	if apierrors.IsNotFound(err) {
+		return r.Client.Create(ctx, u)
+	}
+	if err != nil {
 		return err
 	}
 	// Compare through JSON-normal forms: the server returns numbers as int64 and adds nothing

@@ -19,12 +19,7 @@ type userPod struct {
 	vol                    MemberSecret
 }
 
-type userSimMember struct {
-	name    string
-	secret  *MemberSecret
-	written int // reconcile that last wrote the Secret
-	pod     *userPod
-}
+type userSimMember = memberOf[userPod]
 
 // userWorld is a cluster on the user's Secrets driven by Decide the way the controller and the
 // rollout engine drive it: writes land, volumes refresh lag reconciles later, one TrustOutdated
@@ -103,37 +98,15 @@ func (w *userWorld) start(name string) {
 	m.pod = &userPod{peerTrust: peer, clientTrust: client, vol: *m.secret}
 }
 
-func (w *userWorld) member(name string) *userSimMember {
-	i := slices.IndexFunc(w.members, func(m *userSimMember) bool { return m.name == name })
-	if i < 0 {
-		w.t.Fatalf("no member %s", name)
-	}
-	return w.members[i]
-}
+func (w *userWorld) member(name string) *userSimMember { return findMember(w.t, w.members, name) }
 
 func (w *userWorld) clone() *userWorld {
 	c := *w
-	c.members = nil
-	for _, m := range w.members {
-		mm := *m
-		if m.pod != nil {
-			p := *m.pod
-			mm.pod = &p
-		}
-		c.members = append(c.members, &mm)
-	}
+	c.members = cloneMembers(w.members)
 	return &c
 }
 
-func (w *userWorld) pool(fps []string) []*x509.Certificate {
-	var out []*x509.Certificate
-	for _, fp := range fps {
-		if c := w.cas[fp]; c != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (w *userWorld) pool(fps []string) []*x509.Certificate { return caPool(w.cas, fps) }
 
 // broken lists every handshake that fails now or could before the next reconcile (the kubelet
 // may refresh a volume at any moment, so a member may present its volume's leaves or its

@@ -20,11 +20,49 @@ type simPod struct {
 	server, peer *pki.Leaf
 }
 
-type simMember struct {
+type simMember = memberOf[simPod]
+
+// memberOf is a simulated member with its Secret and its Pod (nil when it has none); P is what a
+// world models of a running Pod.
+type memberOf[P any] struct {
 	name    string
 	secret  *MemberSecret
 	written int // reconcile that last wrote the Secret
-	pod     *simPod
+	pod     *P
+}
+
+func findMember[P any](t *testing.T, ms []*memberOf[P], name string) *memberOf[P] {
+	i := slices.IndexFunc(ms, func(m *memberOf[P]) bool { return m.name == name })
+	if i < 0 {
+		t.Fatalf("no member %s", name)
+	}
+	return ms[i]
+}
+
+// cloneMembers copies members deeply enough for a what-if restart: Pods are copied, Secrets are
+// replaced (never edited) by the worlds, so they are shared.
+func cloneMembers[P any](ms []*memberOf[P]) []*memberOf[P] {
+	var out []*memberOf[P]
+	for _, m := range ms {
+		mm := *m
+		if m.pod != nil {
+			p := *m.pod
+			mm.pod = &p
+		}
+		out = append(out, &mm)
+	}
+	return out
+}
+
+// caPool resolves fingerprints to the CAs a world knows.
+func caPool(cas map[string]*x509.Certificate, fps []string) []*x509.Certificate {
+	var out []*x509.Certificate
+	for _, fp := range fps {
+		if c := cas[fp]; c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // world is a cluster, its Secrets and its application, driven by Decide the way the controller
@@ -115,37 +153,15 @@ func (w *world) start(name string) {
 	m.pod = &simPod{trust: ParseTrust(FormatTrust(m.secret.Trust)), server: m.secret.Server, peer: m.secret.Peer}
 }
 
-func (w *world) member(name string) *simMember {
-	i := slices.IndexFunc(w.members, func(m *simMember) bool { return m.name == name })
-	if i < 0 {
-		w.t.Fatalf("no member %s", name)
-	}
-	return w.members[i]
-}
+func (w *world) member(name string) *simMember { return findMember(w.t, w.members, name) }
 
 func (w *world) clone() *world {
 	c := *w
-	c.members = nil
-	for _, m := range w.members {
-		mm := *m
-		if m.pod != nil {
-			p := *m.pod
-			mm.pod = &p
-		}
-		c.members = append(c.members, &mm)
-	}
+	c.members = cloneMembers(w.members)
 	return &c
 }
 
-func (w *world) pool(fps []string) []*x509.Certificate {
-	var out []*x509.Certificate
-	for _, fp := range fps {
-		if c := w.cas[fp]; c != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (w *world) pool(fps []string) []*x509.Certificate { return caPool(w.cas, fps) }
 
 // broken lists every handshake that fails now or could fail before the next reconcile. Since the
 // kubelet may refresh a volume at any moment, a member may present either the leaves it serves
