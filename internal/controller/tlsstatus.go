@@ -38,6 +38,10 @@ func setTLSStatus(ec *stewardv1.EtcdCluster, t *tlsObserved) {
 		}
 		s.Certificates = append(s.Certificates, cs)
 	}
+	if d.Hold != "" && len(s.Certificates) == 0 && ec.Status.TLS != nil {
+		// A hold decides nothing about certificates; the last expiries seen stay shown.
+		s.Certificates = ec.Status.TLS.Certificates
+	}
 	ec.Status.TLS = s
 	if s.Rotation != "" && ec.Status.Rollout != nil && ec.Status.Rollout.Pass == "" {
 		ec.Status.Rollout.Pass = "CARotation/" + s.Rotation

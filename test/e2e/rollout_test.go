@@ -246,15 +246,7 @@ func TestRollInterrupted(t *testing.T) {
 	t.Run("operator killed", func(t *testing.T) {
 		t.Parallel()
 		ns, w := rollUntilOneUpdated(t, stewardv1.StorageMediumMemory, "34m")
-		var pods corev1.PodList
-		if err := f.Client.List(context.Background(), &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
-			t.Fatal(err)
-		}
-		for i := range pods.Items {
-			if err := f.Client.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		killOperator(t)
 		waitSettled(t, ns, "web", 3, 6*time.Minute)
 		w.finish("memory roll with the operator killed mid-roll", 1)
 		podsOn(t, ns, "web", 3, "on the new resources", hasCPURequest("34m"))

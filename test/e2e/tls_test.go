@@ -156,8 +156,17 @@ func TestTLSRenewal(t *testing.T) {
 // one member unavailable and no acknowledged write lost, while clients reload the Secret.
 func TestCARotation(t *testing.T) {
 	t.Parallel()
-	for _, medium := range []stewardv1.StorageMedium{"", stewardv1.StorageMediumMemory} {
-		label := medium2(medium)
+	for _, c := range []struct {
+		medium stewardv1.StorageMedium
+		// killAt: the operator is killed when status first shows this pass; the rotation must
+		// carry on from live state (Pod trust annotations, served leaves, the CA Secret).
+		killAt string
+	}{{"", ""}, {stewardv1.StorageMediumMemory, ""}, {"", "SwapLeaves"}} {
+		label := medium2(c.medium)
+		if c.killAt != "" {
+			label += "-operator-killed-in-" + c.killAt
+		}
+		medium := c.medium
 		t.Run(label, func(t *testing.T) {
 			t.Parallel()
 			ns := settledCluster(t, "rot", 3, medium)
@@ -166,6 +175,16 @@ func TestCARotation(t *testing.T) {
 			w := watchRoll(t, ns, "rot", 3)
 			passes := watchPasses(t, ns, "rot")
 			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.TLS.RotateCA = "r1" })
+			if c.killAt != "" {
+				f.WaitFor(t, ns, "pass "+c.killAt, 4*time.Minute, func(ctx context.Context) (bool, error) {
+					ec, err := get(ctx, ns, "rot")
+					if err != nil || ec.Status.TLS == nil {
+						return false, err
+					}
+					return ec.Status.TLS.Rotation == c.killAt, fmt.Errorf("pass %q", ec.Status.TLS.Rotation)
+				})
+				killOperator(t)
+			}
 			f.WaitFor(t, ns, "rotation r1 finished", 8*time.Minute, func(ctx context.Context) (bool, error) {
 				ec, err := get(ctx, ns, "rot")
 				if err != nil || ec.Status.TLS == nil {
@@ -354,4 +373,18 @@ func secretCert(t *testing.T, ns, name, key string) *x509.Certificate {
 		t.Fatalf("Secret %s key %s: %v", name, key, err)
 	}
 	return certs[0]
+}
+
+// killOperator deletes the operator's Pods at once; its Deployment starts a new one.
+func killOperator(t *testing.T) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := f.Client.List(context.Background(), &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if err := f.Client.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
