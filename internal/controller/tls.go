@@ -28,6 +28,8 @@ type tlsObserved struct {
 	// wrong with them instead.
 	user    *tlsplan.UserTLS
 	userMsg string
+	// appSecret is the application client Secret as read, nil when missing.
+	appSecret *corev1.Secret
 	// secrets are the members' TLS Secrets as they stand after this reconcile's writes.
 	secrets  map[string]*corev1.Secret
 	decision tlsplan.Decision
@@ -187,7 +189,11 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.ClientTLSSecretName(ec.Name)}, &s)
 	switch {
 	case err == nil:
+		t.appSecret = &s
 		f.AppClient = parseClientSecret(&s)
+		if since, err := time.Parse(time.RFC3339, s.Annotations[annotationBundleSince]); err == nil {
+			f.AppBundleSince = since
+		}
 	case !apierrors.IsNotFound(err):
 		return f, err
 	}
@@ -258,7 +264,16 @@ func (r *EtcdClusterReconciler) writeTLS(ctx context.Context, ec *stewardv1.Etcd
 	}
 	if d.WriteAppClient != nil {
 		if err := r.writeSecret(ctx, ec, resources.ClientTLSSecretName(ec.Name), ec, func(s *corev1.Secret) error {
-			return fillClientSecret(s, d.WriteAppClient)
+			if err := fillClientSecret(s, d.WriteAppClient); err != nil {
+				return err
+			}
+			// Record when the bundle changed: SwapLeaves gives applications time to load it.
+			since := r.now().UTC().Format(time.RFC3339)
+			if prev := t.appSecret; prev != nil && string(prev.Data[pki.KeyCA]) == string(s.Data[pki.KeyCA]) && prev.Annotations[annotationBundleSince] != "" {
+				since = prev.Annotations[annotationBundleSince]
+			}
+			s.Annotations = map[string]string{annotationBundleSince: since}
+			return nil
 		}); err != nil {
 			return err
 		}

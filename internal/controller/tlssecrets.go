@@ -20,6 +20,8 @@ const (
 	// started for. It is written with the next CA, in one write, so a crash can neither lose a
 	// requested rotation nor start it twice.
 	annotationRotateCA = "etcd.steward.dev/rotate-ca"
+	// annotationBundleSince on the application client Secret is when its ca.crt last changed.
+	annotationBundleSince = "etcd.steward.dev/bundle-since"
 )
 
 func tlsSecret(ec *stewardv1.EtcdCluster, name string) *corev1.Secret {

@@ -100,6 +100,10 @@ func Decide(f Facts) Decision {
 	if f.NextCA != nil && pki.Fingerprint(rot.Signer) == pki.Fingerprint(f.NextCA.Cert) {
 		signer = f.NextCA
 	}
+	appWait := f.appsLoadingBundle(rot)
+	if appWait != "" {
+		signer = f.CA // leaves stay old-signed until applications trust the new CA too
+	}
 	d := Decision{Pass: rot.Pass, Signer: signer, Trust: rot.Trust, TrustOutdated: map[string]bool{}}
 	if rot.Pass == pki.Done && f.NextCA != nil {
 		// Every member runs on the new CA alone and every leaf is new-signed: make it current.
@@ -112,8 +116,26 @@ func Decide(f Facts) Decision {
 		return d
 	}
 	d.markOutdated(&f, rot)
+	if appWait != "" {
+		d.Pending = appWait
+	}
 	d.status(&f)
 	return d
+}
+
+// appsLoadingBundle holds SwapLeaves while the application Secret's widened bundle may not have
+// reached applications yet: a member presenting a new-signed leaf would be refused by a client
+// still on the old bundle.
+func (f *Facts) appsLoadingBundle(rot pki.RotationPlan) string {
+	grace := f.AppGrace
+	if grace == 0 {
+		grace = DefaultAppGrace
+	}
+	if rot.Pass != pki.SwapLeaves || f.AppBundleSince.IsZero() || !f.Now.Before(f.AppBundleSince.Add(grace)) {
+		return ""
+	}
+	return fmt.Sprintf("CA rotation pass SwapLeaves: giving applications until %s to load the widened trust bundle "+
+		"before members present new-signed certificates", f.AppBundleSince.Add(grace).UTC().Format(time.RFC3339))
 }
 
 // trustsCurrent refuses a steady state in which a member does not trust the CA or presents a leaf

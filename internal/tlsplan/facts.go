@@ -24,6 +24,10 @@ import (
 	"github.com/etcd-steward/steward/internal/pki"
 )
 
+// DefaultAppGrace covers the kubelet's refresh of a mounted Secret (its sync period is a
+// minute) plus an application's own reload interval.
+const DefaultAppGrace = 90 * time.Second
+
 // TrustAnnotation is the Pod annotation recording the CAs (fingerprints) the member's etcd loaded
 // when it started. etcd builds its trust pools once, so this, not the Secret, is what it trusts.
 const TrustAnnotation = "etcd.steward.dev/trusted-cas"
@@ -45,6 +49,12 @@ type Facts struct {
 	Members []Member
 	// AppClient is the application client Secret's material; nil when it is missing or unreadable.
 	AppClient *Material
+	// AppBundleSince is when the application client Secret's ca.crt last changed; zero when
+	// unknown (then it counts as long ago).
+	AppBundleSince time.Time
+	// AppGrace is how long applications get to load a changed bundle before any member presents
+	// a leaf only the new bundle verifies; zero means DefaultAppGrace.
+	AppGrace time.Duration
 
 	// User is set when both planes come from the user's Secrets (source Secret): their material,
 	// already validated, is rolled onto the members instead of anything Steward issues.
