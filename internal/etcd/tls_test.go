@@ -88,48 +88,17 @@ func TestPresentedCertificate(t *testing.T) {
 		})
 	}
 
-	t.Run("plain TCP listener", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				// Not TLS: an HTTP answer to whatever arrives, then close.
-				_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
-				_ = c.Close()
+	for name, answer := range map[string][]byte{
+		"plain TCP listener":           []byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"), // not TLS
+		"listener that closes at once": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			addr := rawListener(t, answer)
+			if got, err := PresentedCertificate(tctx(t), addr); err == nil || got != nil {
+				t.Fatalf("certificate %v, error %v; want an error and no certificate", got, err)
 			}
-		}()
-		got, err := PresentedCertificate(tctx(t), l.Addr().String())
-		if err == nil || got != nil {
-			t.Fatalf("plain TCP: certificate %v, error %v; want an error and no certificate", got, err)
-		}
-	})
-
-	t.Run("listener that closes at once", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				_ = c.Close()
-			}
-		}()
-		if got, err := PresentedCertificate(tctx(t), l.Addr().String()); err == nil || got != nil {
-			t.Fatalf("certificate %v, error %v; want an error", got, err)
-		}
-	})
+		})
+	}
 
 	t.Run("nothing listening", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -156,4 +125,24 @@ func TestPresentedCertificate(t *testing.T) {
 			t.Fatalf("certificate %v, error %v; want an error", got, err)
 		}
 	})
+}
+
+// rawListener accepts TCP connections, writes answer to each and closes it.
+func rawListener(t *testing.T, answer []byte) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write(answer)
+			_ = c.Close()
+		}
+	}()
+	return l.Addr().String()
 }
