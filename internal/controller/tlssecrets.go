@@ -106,9 +106,8 @@ func fillMemberSecret(s *corev1.Secret, ms *tlsplan.MemberSecret) error {
 	s.Data = map[string][]byte{
 		resources.KeyServerCert: server.Cert, resources.KeyServerKey: server.Key,
 		resources.KeyPeerCert: peer.Cert, resources.KeyPeerKey: peer.Key,
-		// With the Operator source one CA serves both planes, so the two bundles are equal.
-		// Known limit: a client certificate of that CA also passes the peer port's TLS check; see
-		// docs/tls.md.
+		// With the Operator source one CA serves both planes, so the two bundles are equal; the
+		// peer port tells peers from clients by pki.PeerIdentity.
 		resources.KeyPeerCA: peer.CA, resources.KeyClientCA: server.CA,
 	}
 	return nil

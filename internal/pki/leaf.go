@@ -97,10 +97,22 @@ func (ca *CA) IssueServer(n MemberNames, now time.Time, lifetime time.Duration) 
 	return ca.issue(n.Member, Server, dns, ips, now, lifetime)
 }
 
-// IssuePeer issues a member's peer-plane certificate, naming the member only: peers have no
-// reason to reach a member through a Service.
+// PeerIdentity is the name every member's peer certificate carries besides its own names (the
+// headless Service's): etcd's --peer-cert-allowed-hostname admits peers by it, so a client
+// certificate of the same CA, which names no host, cannot pass the peer port.
+func PeerIdentity(cluster, namespace string) string {
+	return resources.PeerServiceName(cluster) + "." + namespace + ".svc"
+}
+
+// PeerDNSNames are a member's peer-certificate names: its own and PeerIdentity.
+func PeerDNSNames(n MemberNames) []string {
+	return append(MemberDNSNames(n), PeerIdentity(n.Cluster, n.Namespace))
+}
+
+// IssuePeer issues a member's peer-plane certificate, naming the member and PeerIdentity: peers
+// have no reason to reach a member through the client Service.
 func (ca *CA) IssuePeer(n MemberNames, now time.Time, lifetime time.Duration) (*Leaf, error) {
-	return ca.issue(n.Member, Peer, MemberDNSNames(n), nil, now, lifetime)
+	return ca.issue(n.Member, Peer, PeerDNSNames(n), nil, now, lifetime)
 }
 
 // IssueClient issues a client certificate; etcd's RBAC (when auth is on) maps CommonName to a user.

@@ -57,6 +57,22 @@ func TestPeerSANsCoverPeerURLHost(t *testing.T) {
 	}
 }
 
+// Every peer certificate names the peer identity etcd admits peers by; a client certificate names
+// no host, so it is refused on the peer port.
+func TestPeerIdentity(t *testing.T) {
+	ca := mustCA(t, "etcd", t0)
+	id := PeerIdentity(names0.Cluster, names0.Namespace)
+	if peer := mustLeaf(t)(ca.IssuePeer(names0, t0, 0)); peer.Cert.VerifyHostname(id) != nil {
+		t.Errorf("peer certificate %v lacks %s", peer.Cert.DNSNames, id)
+	}
+	if client := mustLeaf(t)(ca.IssueClient("app", t0, 0)); client.Cert.VerifyHostname(id) == nil {
+		t.Errorf("a client certificate passes as peer %s", id)
+	}
+	if other := PeerIdentity("other", names0.Namespace); mustLeaf(t)(ca.IssuePeer(names0, t0, 0)).Cert.VerifyHostname(other) == nil {
+		t.Error("a peer certificate passes for another cluster")
+	}
+}
+
 func TestIssuedLeavesVerify(t *testing.T) {
 	ca, other := mustCA(t, "etcd", t0), mustCA(t, "etcd", t0)
 	trust := []*x509.Certificate{ca.Cert}
@@ -75,7 +91,7 @@ func TestIssuedLeavesVerify(t *testing.T) {
 		{"server", server, append(slices.Clone(serverDNS), "127.0.0.1", "::1"),
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}},
-		{"peer", peer, MemberDNSNames(names0),
+		{"peer", peer, PeerDNSNames(names0),
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageEmailProtection}},
 		{"client", client, nil,

@@ -66,7 +66,7 @@ type Expect struct {
 // Steward itself would issue, so user material works wherever operator material would.
 func ExpectMember(u Usage, n MemberNames) Expect {
 	if u == Peer {
-		return Expect{Usage: Peer, DNSNames: MemberDNSNames(n)}
+		return Expect{Usage: Peer, DNSNames: PeerDNSNames(n)}
 	}
 	dns, ips := SANs(n.Cluster, n.Namespace, n.Member, n.ClusterDomain)
 	return Expect{Usage: Server, DNSNames: dns, IPs: ips}

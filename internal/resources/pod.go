@@ -210,12 +210,23 @@ func Args(m Member) []string {
 			// chain to the cluster's own CA still authenticates every peer.
 			"--"+skipPeerSANFlag(t.Version)+"=true",
 		)
+		if operatorCA(ec) {
+			// One CA signs both planes' certificates: only those naming the peer identity (pki.
+			// PeerIdentity, which resources cannot import) pass the peer port, so the clients'
+			// certificates, which name no host, are refused there.
+			args = append(args, "--peer-cert-allowed-hostname="+PeerServiceName(ec.Name)+"."+ec.Namespace+".svc")
+		}
 	}
 	args = append(args, optionArgs(&t.Options)...)
 	for _, k := range slices.Sorted(maps.Keys(t.Options.ExtraArgs)) {
 		args = append(args, "--"+k+"="+t.Options.ExtraArgs[k])
 	}
 	return args
+}
+
+// operatorCA says whether Steward's own CA signs the cluster's certificates.
+func operatorCA(ec *stewardv1.EtcdCluster) bool {
+	return ec.Spec.TLS == nil || ec.Spec.TLS.Peer.Source == "" || ec.Spec.TLS.Peer.Source == stewardv1.TLSSourceOperator
 }
 
 // skipPeerSANFlag is the flag's name for an etcd version: experimental up to 3.5, renamed in 3.6

@@ -167,6 +167,7 @@ func TestArgs(t *testing.T) {
 		"--listen-client-urls=https://0.0.0.0:2379", "--listen-metrics-urls=http://0.0.0.0:2381",
 		"--client-cert-auth=true", "--peer-client-cert-auth=true",
 		"--trusted-ca-file=/etc/etcd/tls/client-ca.crt", "--peer-trusted-ca-file=/etc/etcd/tls/peer-ca.crt",
+		"--peer-cert-allowed-hostname=db.ns.svc",
 		"--initial-cluster=db-0=http://db-0.db.ns.svc:2380,db-1=http://db-1.db.ns.svc:2380",
 		"--initial-cluster-state=existing", "--initial-cluster-token=db-uid-1",
 		"--quota-backend-bytes=4294967296", "--auto-compaction-mode=periodic", "--auto-compaction-retention=1h",
@@ -202,6 +203,12 @@ func TestPodTLS(t *testing.T) {
 	}
 	if p := Pod(member(plain), "repo"); len(p.Spec.Volumes) != 1 || p.Annotations[AnnotationTrust] != "" {
 		t.Errorf("plaintext Pod volumes %v annotations %v", p.Spec.Volumes, p.Annotations)
+	}
+	user := cluster(func(c *stewardv1.EtcdCluster) {
+		c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "p"}}
+	})
+	if slices.ContainsFunc(Args(member(user)), func(a string) bool { return strings.HasPrefix(a, "--peer-cert-allowed-hostname") }) {
+		t.Error("the peer identity is Steward's CA's; a user's certificates need not carry it")
 	}
 	m := member(cluster(nil))
 	m.Trust = "abc,def"

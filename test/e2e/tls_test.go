@@ -6,7 +6,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +64,7 @@ func TestTLSDefault(t *testing.T) {
 		if _, err := getWithin(ctx, clientFor(t, ns, "sec"), 5*time.Second); err != nil {
 			t.Errorf("the application client Secret does not work: %v", err)
 		}
+		checkPeerPort(t, ns, "sec", secret)
 		ec, err := get(ctx, ns, "sec")
 		if err != nil {
 			t.Fatal(err)
@@ -386,5 +389,45 @@ func killOperator(t *testing.T) {
 		if err := f.Client.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// checkPeerPort: the peer port admits a member's peer certificate but refuses the application's
+// client certificate, although one CA signed both.
+func checkPeerPort(t *testing.T, ns, name string, app *corev1.Secret) {
+	t.Helper()
+	member := resources.MemberName(name, 0)
+	var ms corev1.Secret
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resources.MemberTLSSecretName(member)}, &ms); err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(memberPods(t, ns, name)[member].Status.PodIP, "2380")
+	dial := func(certPEM, keyPEM []byte) error {
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+			&tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) //nolint:gosec // testing the server's check
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close() }()
+		// TLS 1.3: the server judges the client certificate after the client's side of the
+		// handshake is done, and says so in an alert on the first read.
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			return nil // admitted: the peer server waits for a request
+		}
+		return err
+	}
+	if err := dial(ms.Data[resources.KeyPeerCert], ms.Data[resources.KeyPeerKey]); err != nil {
+		t.Errorf("a member's peer certificate was refused on the peer port: %v", err)
+	}
+	if err := dial(app.Data[pki.KeyCert], app.Data[pki.KeyKey]); err == nil {
+		t.Error("the application client certificate was admitted on the peer port")
+	} else {
+		t.Logf("application certificate on the peer port: %v", err)
 	}
 }
