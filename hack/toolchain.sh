@@ -129,22 +129,25 @@ link() {
 }
 
 # ---- parts ------------------------------------------------------------------------------
+# build_one BIN LABEL MOD LDFLAGS PKG: builds the single binary BIN from package PKG of module
+# MOD, unless it is there (binaries are named by version, so present means up to date).
+build_one() {
+  local bin=$1 label=$2 mod=$3 ldflags=$4 pkg=$5
+  if [[ -x $bin ]]; then
+    log "$label up to date"
+    return
+  fi
+  gobuild "$label" "$mod" "$(dirname "$bin")" "$ldflags" "$(basename "$bin")=$pkg"
+}
+
 build_tools() {
-  if [[ -x $CONTROLLER_GEN ]]; then
-    log "controller-gen $CONTROLLER_GEN_VERSION up to date"
-  else
-    gobuild "controller-gen $CONTROLLER_GEN_VERSION" "$TOOLS_MOD" "$TOOLS_BIN_DIR" \
-      "-X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_GEN_VERSION" \
-      "$(basename "$CONTROLLER_GEN")=sigs.k8s.io/controller-tools/cmd/controller-gen"
-  fi
-  if [[ -x $GOLANGCI_LINT ]]; then
-    log "golangci-lint $GOLANGCI_LINT_VERSION up to date"
-  else
-    # main.date must be non-empty or golangci-lint ignores main.version.
-    gobuild "golangci-lint $GOLANGCI_LINT_VERSION" "$TOOLS_MOD" "$TOOLS_BIN_DIR" \
-      "-X main.version=${GOLANGCI_LINT_VERSION#v} -X main.commit=module-proxy -X main.date=$(build_date)" \
-      "$(basename "$GOLANGCI_LINT")=github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
-  fi
+  build_one "$CONTROLLER_GEN" "controller-gen $CONTROLLER_GEN_VERSION" "$TOOLS_MOD" \
+    "-X sigs.k8s.io/controller-tools/pkg/version.version=$CONTROLLER_GEN_VERSION" \
+    sigs.k8s.io/controller-tools/cmd/controller-gen
+  # main.date must be non-empty or golangci-lint ignores main.version.
+  build_one "$GOLANGCI_LINT" "golangci-lint $GOLANGCI_LINT_VERSION" "$TOOLS_MOD" \
+    "-X main.version=${GOLANGCI_LINT_VERSION#v} -X main.commit=module-proxy -X main.date=$(build_date)" \
+    github.com/golangci/golangci-lint/v2/cmd/golangci-lint
   link "$CONTROLLER_GEN" "$BIN_DIR/controller-gen"
   link "$GOLANGCI_LINT" "$BIN_DIR/golangci-lint"
 }
@@ -201,13 +204,9 @@ build_envtest() {
 # build_certmanager: hack/certmanager's binary, and the CRDs of the same cert-manager module
 # (plain YAML in its deploy/crds/) copied from the module cache into $CERTMANAGER_CRDS.
 build_certmanager() {
-  if [[ -x $CERTMANAGER_BIN ]]; then
-    log "cert-manager $CERTMANAGER_VERSION up to date"
-  else
-    gobuild "cert-manager $CERTMANAGER_VERSION" "$CERTMANAGER_MOD" "$CERTMANAGER_DIR" \
-      "-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERTMANAGER_VERSION" \
-      "$(basename "$CERTMANAGER_BIN")=github.com/etcd-steward/steward/hack/certmanager"
-  fi
+  build_one "$CERTMANAGER_BIN" "cert-manager $CERTMANAGER_VERSION" "$CERTMANAGER_MOD" \
+    "-X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$CERTMANAGER_VERSION" \
+    github.com/etcd-steward/steward/hack/certmanager
   if [[ -d $CERTMANAGER_CRDS ]]; then
     return
   fi
