@@ -86,47 +86,45 @@ func (c *Credentials) clientCert(cri *tls.CertificateRequestInfo) (*tls.Certific
 	return &tls.Certificate{}, nil
 }
 
-// Served is the leaf certificate a member presents on addr (host:port) now. Renewals are checked
-// with it: a renewed leaf counts once the member serves it.
+// Served is the leaf certificate a member presents on addr (host:port) now, over a handshake
+// verified as Steward's own connections are. Renewals are checked with it: a renewed leaf counts
+// once the member serves it.
 func Served(ctx context.Context, addr string, creds *Credentials) (*x509.Certificate, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: creds.Config()}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = conn.Close() }()
-	peers := conn.(*tls.Conn).ConnectionState().PeerCertificates
-	if len(peers) == 0 {
-		return nil, errors.New("no certificate presented")
-	}
-	return peers[0], nil
+	return presented(ctx, addr, creds.Config(), true)
 }
 
 // PresentedCertificate is the leaf a TLS server presents on addr, unverified: for comparing it
-// with what it should serve, never for trusting the connection (which is closed at once).
+// with what it should serve, never for trusting the connection (which is closed at once). It is
+// taken as it arrives, before Steward would have to present a certificate of its own, so a server
+// that then refuses the handshake still shows it.
 func PresentedCertificate(ctx context.Context, addr string) (*x509.Certificate, error) {
+	return presented(ctx, addr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, false) //nolint:gosec // read only
+}
+
+// presented dials addr with cfg, records the leaf the server sends, and closes the connection.
+// With complete, the handshake must succeed too.
+func presented(ctx context.Context, addr string, cfg *tls.Config, complete bool) (*x509.Certificate, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	// The certificate is captured when it arrives, before Steward would have to present one: the
-	// server may then refuse the handshake, which does not matter here.
 	var got *x509.Certificate
-	cfg := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, //nolint:gosec // read only
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) > 0 {
-				c, err := x509.ParseCertificate(raw[0])
-				got = c
-				return err
-			}
+	cfg = cfg.Clone()
+	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if len(raw) == 0 {
 			return nil
-		}}
+		}
+		c, err := x509.ParseCertificate(raw[0])
+		got = c
+		return err
+	}
 	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: cfg}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err == nil {
 		_ = conn.Close()
 	}
-	if got == nil {
+	switch {
+	case complete && err != nil:
+		return nil, err
+	case got == nil:
 		return nil, errors.Join(errors.New("no certificate presented"), err)
 	}
 	return got, nil

@@ -146,3 +146,38 @@ func rawListener(t *testing.T, answer []byte) string {
 	}()
 	return l.Addr().String()
 }
+
+// Served completes a verified handshake with the credentials' client certificate: it returns the
+// member's leaf when the chain is trusted, and refuses a server whose CA it does not trust.
+func TestServed(t *testing.T) {
+	now := time.Now()
+	ca, err := pki.NewCA("etcd", "db", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.NewCA("etcd", "db", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.IssueServer(pki.MemberNames{Cluster: "etcd", Namespace: "db", Member: "etcd-0"}, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.IssueClient("steward-operator", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := mtlsServer(t, ca, leaf, tls.VersionTLS13)
+	certs := []tls.Certificate{{Certificate: [][]byte{client.Cert.Raw}, PrivateKey: client.Key, Leaf: client.Cert}}
+
+	var creds Credentials
+	creds.Set([]*x509.Certificate{ca.Cert}, certs)
+	got, err := Served(tctx(t), addr, &creds)
+	if err != nil || pki.Fingerprint(got) != pki.Fingerprint(leaf.Cert) {
+		t.Fatalf("trusted member: leaf %v, error %v", got != nil, err)
+	}
+	creds.Set([]*x509.Certificate{other.Cert}, certs)
+	if got, err := Served(tctx(t), addr, &creds); err == nil || got != nil {
+		t.Fatalf("untrusted member: leaf %v, error %v; want a refusal", got != nil, err)
+	}
+}
