@@ -144,11 +144,6 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, ec *stewardv1.
 		}
 	}
 	d := tlsplan.Decide(f)
-	if f.CA == nil && f.User == nil && len(t.secrets) > 0 {
-		// Members hold leaves of a CA whose Secret is gone: a new CA would lock them out.
-		d = tlsplan.Decision{Pass: pki.Done, Hold: fmt.Sprintf("the CA Secret %s is missing while members hold certificates "+
-			"it signed; restore it from a backup (Steward does not replace a CA members trust)", resources.CASecretName(ec.Name))}
-	}
 	t.decision = d
 	if err := r.writeTLS(ctx, ec, o, t); err != nil {
 		return err
@@ -163,7 +158,8 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, ec *stewardv1.
 func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, t *tlsObserved) (tlsplan.Facts, error) {
 	leaf, caLife, fraction, domain := tlsSettings(ec)
 	f := tlsplan.Facts{Cluster: ec.Name, Namespace: ec.Namespace, ClusterDomain: domain, Now: r.now(),
-		LeafLifetime: leaf, CALifetime: caLife, RenewFraction: fraction, CA: t.ca, NextCA: t.next}
+		LeafLifetime: leaf, CALifetime: caLife, RenewFraction: fraction, CA: t.ca, NextCA: t.next,
+		CASecret: resources.CASecretName(ec.Name)}
 	if ec.Spec.TLS != nil && ec.Spec.TLS.RotateCA != "" && t.caSecret != nil {
 		f.RotateRequested = t.caSecret.Annotations[annotationRotateCA] != ec.Spec.TLS.RotateCA
 	}

@@ -58,7 +58,7 @@ const (
 	// can never pass as a peer.
 	KeyPeerCA   = "peer-ca.crt"
 	KeyClientCA = "client-ca.crt"
-	// AnnotationTrust mirrors tlsplan.TrustAnnotation (resources cannot import tlsplan).
+	// AnnotationTrust records the CAs a member's etcd loaded when it started (see tlsplan).
 	AnnotationTrust = "etcd.steward.dev/trusted-cas"
 )
 

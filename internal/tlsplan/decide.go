@@ -69,6 +69,11 @@ func Decide(f Facts) Decision {
 	if f.User != nil {
 		return decideUser(f)
 	}
+	if f.CA == nil && slices.ContainsFunc(f.Members, func(m Member) bool { return m.Secret != nil || m.Pod != nil }) {
+		// Members hold leaves of a CA whose Secret is gone: a new CA would lock them out.
+		return Decision{Pass: pki.Done, Hold: fmt.Sprintf("the CA Secret %s is missing while members hold certificates "+
+			"it signed; restore it from a backup (Steward does not replace a CA members trust)", f.CASecret)}
+	}
 	if f.CA == nil {
 		ca, err := pki.NewCA(f.Cluster, f.Namespace, f.Now, f.CALifetime)
 		if err != nil {

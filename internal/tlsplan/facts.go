@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/etcd-steward/steward/internal/pki"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // DefaultAppGrace covers the kubelet's refresh of a mounted Secret (its sync period is a
@@ -30,7 +31,7 @@ const DefaultAppGrace = 90 * time.Second
 
 // TrustAnnotation is the Pod annotation recording the CAs (fingerprints) the member's etcd loaded
 // when it started. etcd builds its trust pools once, so this, not the Secret, is what it trusts.
-const TrustAnnotation = "etcd.steward.dev/trusted-cas"
+const TrustAnnotation = resources.AnnotationTrust
 
 // Facts are what the controller read this reconcile.
 type Facts struct {
@@ -43,6 +44,8 @@ type Facts struct {
 
 	// CA and NextCA are the CA Secret's content; NextCA is set while a rotation is under way.
 	CA, NextCA *pki.CA
+	// CASecret names the CA Secret, for messages.
+	CASecret string
 	// RotateRequested: spec.tls.rotateCA holds a value no rotation was started for yet.
 	RotateRequested bool
 

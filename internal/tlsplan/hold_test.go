@@ -1,6 +1,7 @@
 package tlsplan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +203,28 @@ func TestDecideHoldsWhenTheSignerCannotIssue(t *testing.T) {
 	// The missing-material path holds the same way: a member without a Secret cannot get one.
 	f.Members[1].Secret = nil
 	requireHold(t, Decide(f), "expired")
+}
+
+// A CA Secret lost while members hold leaves it signed: no new CA (it would lock them out), a
+// hold naming the Secret instead; a member's Pod alone counts too (its Secret may be unreadable).
+func TestDecideHoldsWhenTheCAIsLost(t *testing.T) {
+	now := t0.Add(time.Hour)
+	f := steady(t, 3, mustCA(t, t0, caLife), t0, now)
+	f.CA, f.CASecret = nil, "db-ca"
+	for name, mutate := range map[string]func(*Facts){
+		"Secrets and Pods": func(*Facts) {},
+		"a Pod only": func(f *Facts) {
+			for i := range f.Members {
+				f.Members[i].Secret = nil
+			}
+		},
+	} {
+		g := f
+		g.Members = slices.Clone(f.Members)
+		mutate(&g)
+		d := Decide(g)
+		if d.WriteCA != nil || len(d.WriteMembers) != 0 || !mentions(d.Hold, "db-ca", "missing", "restore") {
+			t.Errorf("%s: CA written %v, writes %v, hold %q", name, d.WriteCA != nil, writtenNames(d), d.Hold)
+		}
+	}
 }

@@ -72,9 +72,12 @@ func (d *Decision) status(f *Facts) {
 		if l == nil {
 			return
 		}
-		d.Certificates = append(d.Certificates, Certificate{Name: name, NotAfter: l.Cert.NotAfter,
-			RenewAt: pki.RenewAt(l.Cert, f.RenewFraction), Served: served})
-		tracked = append(tracked, l)
+		c := Certificate{Name: name, NotAfter: l.Cert.NotAfter, Served: served}
+		if f.User == nil { // the user renews their own certificates, not Steward
+			c.RenewAt = pki.RenewAt(l.Cert, f.RenewFraction)
+			tracked = append(tracked, l)
+		}
+		d.Certificates = append(d.Certificates, c)
 	}
 	if f.CA != nil {
 		add("ca", &pki.Leaf{Cert: f.CA.Cert}, false)

@@ -50,10 +50,6 @@ func decideUser(f Facts) Decision {
 	}
 	d.Trust = f.User.Peer.Trust
 	d.status(&f)
-	d.RequeueAfter = 0
-	for i := range d.Certificates {
-		d.Certificates[i].RenewAt = time.Time{} // the user renews these, not Steward
-	}
 	var expiring []string
 	for _, p := range userPlanes(f.User) {
 		if c := p.user.Leaf.Cert; pki.RenewalDue(c, f.Now, f.RenewFraction) {
