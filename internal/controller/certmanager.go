@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,9 @@ func userSecretNames(ec *stewardv1.EtcdCluster) (peer, server string) {
 // every member by wildcard) and the applications' client certificate. A missing cert-manager is
 // reported as a message: the cluster holds, nothing is touched.
 func (r *EtcdClusterReconciler) ensureCertificates(ctx context.Context, ec *stewardv1.EtcdCluster) (string, error) {
+	if r.certificatesFresh(ec) {
+		return "", nil
+	}
 	t := ec.Spec.TLS
 	leaf, _, fraction, domain := tlsSettings(ec)
 	members := "*." + resources.PeerServiceName(ec.Name) + "." + ec.Namespace + ".svc"
@@ -84,7 +88,27 @@ func (r *EtcdClusterReconciler) ensureCertificates(ctx context.Context, ec *stew
 			return "", err
 		}
 	}
+	r.certificatesApplied.Store(ec.UID, certificatesRecord{generation: ec.Generation, at: r.now()})
 	return "", nil
+}
+
+// certificatesRefresh bounds how long applied Certificates go unchecked: they follow the spec, so
+// they are re-applied when its generation changes, and otherwise now and then in case someone
+// edited or deleted one. Checking on every reconcile would cost three uncached reads each time.
+const certificatesRefresh = 5 * time.Minute
+
+type certificatesRecord struct {
+	generation int64
+	at         time.Time
+}
+
+func (r *EtcdClusterReconciler) certificatesFresh(ec *stewardv1.EtcdCluster) bool {
+	v, ok := r.certificatesApplied.Load(ec.UID)
+	if !ok {
+		return false
+	}
+	rec := v.(certificatesRecord)
+	return rec.generation == ec.Generation && r.now().Sub(rec.at) < certificatesRefresh
 }
 
 func toAny(s []string) []any {

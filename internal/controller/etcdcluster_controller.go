@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,10 @@ type EtcdClusterReconciler struct {
 	EtcdImageRepository string
 	// Clock returns the time; nil means time.Now. Tests inject their own.
 	Clock func() time.Time
+
+	// certificatesApplied remembers, per cluster UID, when its cert-manager Certificates were
+	// last applied (certificatesRecord); losing it on restart costs one re-apply.
+	certificatesApplied sync.Map
 }
 
 // The operator's permissions, generated into config/rbac by controller-gen.
