@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -134,15 +136,6 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, ec *stewardv1.
 	if err != nil {
 		return err
 	}
-	f.User = t.user
-	if t.user != nil {
-		peers := servedPeerLeaves(ctx, o)
-		for i := range f.Members {
-			if p := f.Members[i].Pod; p != nil {
-				p.ServedPeer = peers[f.Members[i].Name]
-			}
-		}
-	}
 	d := tlsplan.Decide(f)
 	t.decision = d
 	if err := r.writeTLS(ctx, ec, o, t); err != nil {
@@ -159,12 +152,16 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 	leaf, caLife, fraction, domain := tlsSettings(ec)
 	f := tlsplan.Facts{Cluster: ec.Name, Namespace: ec.Namespace, ClusterDomain: domain, Now: r.now(),
 		LeafLifetime: leaf, CALifetime: caLife, RenewFraction: fraction, CA: t.ca, NextCA: t.next,
-		CASecret: resources.CASecretName(ec.Name)}
+		CASecret: resources.CASecretName(ec.Name), User: t.user}
 	if ec.Spec.TLS != nil && ec.Spec.TLS.RotateCA != "" && t.caSecret != nil {
 		f.RotateRequested = t.caSecret.Annotations[annotationRotateCA] != ec.Spec.TLS.RotateCA
 	}
 	served := r.servedLeaves(ctx, ec, o)
-	for name := range o.members {
+	var servedPeer map[string]*x509.Certificate
+	if t.user != nil { // the user's planes change apart, so the peer port is asked too
+		servedPeer = servedPeerLeaves(ctx, o)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.members)) {
 		m := tlsplan.Member{Name: name}
 		var s corev1.Secret
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.MemberTLSSecretName(name)}, &s)
@@ -177,7 +174,7 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 		}
 		if p := o.pods[name]; p != nil && p.DeletionTimestamp == nil {
 			peer, client := tlsplan.ParsePlaneTrust(p.Annotations[tlsplan.TrustAnnotation])
-			m.Pod = &tlsplan.Pod{Trust: peer, ClientTrust: client, Served: served[name]}
+			m.Pod = &tlsplan.Pod{Trust: peer, ClientTrust: client, Served: served[name], ServedPeer: servedPeer[name]}
 		}
 		f.Members = append(f.Members, m)
 	}
