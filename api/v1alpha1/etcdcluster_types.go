@@ -123,6 +123,12 @@ type EtcdClusterStatus struct {
 	// +optional
 	UpdatedMembers int32 `json:"updatedMembers,omitempty"`
 
+	// lastStep is the last step Steward took, or the moment the cluster stopped being settled, and
+	// when. progressDeadlineSeconds is timed from it: a step that takes longer sets
+	// Progressing=False with reason ProgressDeadlineExceeded (the loop keeps trying while safe).
+	// +optional
+	LastStep *StepRecord `json:"lastStep,omitempty"`
+
 	// currentTemplate is a short digest of the observed template: a label for humans to compare,
 	// never used to decide anything.
 	// +optional
@@ -178,6 +184,21 @@ type MemberStatus struct {
 	// updated is true when the member runs the observed template.
 	// +optional
 	Updated bool `json:"updated,omitempty"`
+}
+
+// StepRecord names the step in progress and when it began.
+type StepRecord struct {
+	// action is the latest action of the step, as Steward logs it (for example
+	// "DeletePod demo-2 (RollingMember)"), or "Wait" when the cluster left its settled state
+	// without a step of Steward's.
+	Action string `json:"action"`
+	// member the step is about; "" for a cluster-wide step. Every action on the same member (a Pod
+	// deleted and recreated, a learner added, timed out and added again) belongs to one step, so a
+	// member that never comes back exceeds the deadline however often it is retried.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// since is when the step began.
+	Since metav1.Time `json:"since"`
 }
 
 // RolloutStatus shows the rollout engine's plan, also while paused or with OnDelete.

@@ -53,6 +53,11 @@ type EtcdMemberStatus struct {
 	// id is etcd's member ID (hex), once added.
 	// +optional
 	ID string `json:"id,omitempty"`
+	// replacing is true from the moment the member is removed from etcd to be replaced (its data
+	// lost, crash-looping, or a memory member rolled) until it is a voter again. Until then the
+	// cluster is one voter short, and no other member is disrupted.
+	// +optional
+	Replacing bool `json:"replacing,omitempty"`
 	// role in Raft.
 	// +optional
 	Role MemberRole `json:"role,omitempty"`

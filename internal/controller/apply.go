@@ -40,7 +40,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	}
 	if a.Disruption != nil {
 		if a.Kind == plan.RemoveMember && m != nil {
-			if err := r.setPhase(ctx, m, stewardv1.MemberRemoving, m.Status.ID); err != nil {
+			if err := r.writePhase(ctx, m, stewardv1.MemberRemoving, m.Status.ID, a.Replacing); err != nil {
 				return err
 			}
 		}
@@ -91,7 +91,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		if a.MemberID != 0 {
 			id = etcd.IDString(a.MemberID)
 		}
-		return r.setPhase(ctx, m, a.Phase, id)
+		return r.writePhase(ctx, m, a.Phase, id, a.Replacing)
 	case plan.ResetMember:
 		if err := r.recordTemplate(ctx, m, *ec.Status.Observed); err != nil {
 			return err
@@ -211,7 +211,15 @@ func (r *EtcdClusterReconciler) recordTemplate(ctx context.Context, m *stewardv1
 
 // setPhase writes the member's phase (the intent record) and its etcd ID.
 func (r *EtcdClusterReconciler) setPhase(ctx context.Context, m *stewardv1.EtcdMember, phase stewardv1.MemberPhase, id string) error {
-	if m.Status.Phase == phase && m.Status.ID == id && m.Status.PhaseSince != nil {
+	return r.writePhase(ctx, m, phase, id, false)
+}
+
+// writePhase is setPhase that can also start a replacement: status.replacing is set with the intent
+// (replacing=true), kept through the member's rebirth, and cleared once it is Running again.
+func (r *EtcdClusterReconciler) writePhase(ctx context.Context, m *stewardv1.EtcdMember, phase stewardv1.MemberPhase,
+	id string, replacing bool) error {
+	replacing = phase != stewardv1.MemberRunning && (replacing || m.Status.Replacing)
+	if m.Status.Phase == phase && m.Status.ID == id && m.Status.PhaseSince != nil && m.Status.Replacing == replacing {
 		return nil
 	}
 	base := m.DeepCopy()
@@ -219,7 +227,7 @@ func (r *EtcdClusterReconciler) setPhase(ctx context.Context, m *stewardv1.EtcdM
 		now := metav1.NewTime(r.now())
 		m.Status.PhaseSince = &now
 	}
-	m.Status.Phase, m.Status.ID = phase, id
+	m.Status.Phase, m.Status.ID, m.Status.Replacing = phase, id, replacing
 	return r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 

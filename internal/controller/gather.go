@@ -73,7 +73,7 @@ func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCl
 		}
 		o.members[m.Name] = m
 		pm := plan.Member{
-			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID,
+			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID, Replacing: m.Status.Replacing,
 			PeerURL:  resources.PeerURL(ec, m.Name),
 			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
 			Pod: podFacts(o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
@@ -81,8 +81,8 @@ func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCl
 		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
 			o.endpoints[m.Name] = fmt.Sprintf("%s://%s:%d", resources.Scheme(ec), p.Status.PodIP, resources.ClientPort)
 		}
-		if m.Status.PhaseSince != nil && m.Status.Phase != stewardv1.MemberRunning && m.Status.PhaseSince.After(f.StepStarted) {
-			f.StepStarted = m.Status.PhaseSince.Time
+		if m.Status.PhaseSince != nil {
+			pm.PhaseSince = m.Status.PhaseSince.Time
 		}
 		f.Members = append(f.Members, pm)
 	}
@@ -96,11 +96,20 @@ func podFacts(p *corev1.Pod) plan.Pod {
 	if p == nil {
 		return plan.Pod{}
 	}
-	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil}
+	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
+		Failed: p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p)}
+	if p.DeletionTimestamp != nil {
+		out.DeletingSince = p.DeletionTimestamp.Time
+	}
+	out.NotReadySince = p.CreationTimestamp.Time // until a Ready condition says otherwise
 	for _, c := range p.Status.Conditions {
 		switch {
 		case c.Type == corev1.PodReady:
 			out.Ready = c.Status == corev1.ConditionTrue
+			out.NotReadySince = c.LastTransitionTime.Time
+			if out.Ready {
+				out.NotReadySince = time.Time{}
+			}
 		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
 			out.Unschedulable = true
 		}
@@ -110,8 +119,9 @@ func podFacts(p *corev1.Pod) plan.Pod {
 			continue
 		}
 		out.RestartCount = cs.RestartCount
+		out.BackOff = cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
 		if t := cs.LastTerminationState.Terminated; t != nil {
-			out.LastTerminationReason = t.Reason
+			out.LastTerminationReason, out.LastTerminatedAt = t.Reason, t.FinishedAt.Time
 		}
 	}
 	return out

@@ -32,6 +32,7 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	s.ReadyMembers = d.ReadyMembers
 	s.UpdatedMembers = d.UpdatedMembers
 	s.Rollout = d.Rollout
+	s.LastStep = d.Step
 	s.Selector = labels.SelectorFromSet(resources.SelectorLabels(ec.Name)).String()
 	s.CurrentTemplate = digest(s.Observed)
 	for _, c := range d.Conditions {

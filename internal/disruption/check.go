@@ -49,11 +49,15 @@ type Member struct {
 	// Healthy is etcd's view: its endpoint answered, is healthy, and its applied index caught up with
 	// the leader's. A member replaying its log is not ready yet. Pod readiness alone never counts.
 	Healthy bool
-	// Pod facts.
-	PodExists, PodReady, PodDeleting bool
+	// Pod facts. PodFailed: the Pod's phase is Failed; its containers never run again.
+	PodExists, PodReady, PodDeleting, PodFailed bool
 	// InFlight is true while a step of the operator is under way on this member (joining, learner,
-	// removing): it is disrupted even if its Pod looks fine.
+	// out of etcd on its way out): it is disrupted even if its Pod looks fine.
 	InFlight bool
+	// Replacing is true from the moment the member is removed to be replaced until its successor is
+	// a voter again: the cluster is a voter short, so it counts as disrupted although etcd no longer
+	// lists it.
+	Replacing bool
 }
 
 // available says whether the member serves as a full voter right now.
@@ -154,6 +158,9 @@ func checkMember(c Cluster, r Request, v Member) error {
 	if c.NeverFormed && r.Kind == Restart && !v.Voter && !v.Learner {
 		return nil // a seed that never formed a cluster: rebuilding it disrupts nobody
 	}
+	if r.Kind == Restart && v.PodFailed && c.Medium != v1alpha1.StorageMediumMemory {
+		return nil // its etcd is not running and never will in that Pod; the PVC keeps the data
+	}
 	if !c.MemberListKnown {
 		return refuse(ReasonMemberListUnknown, r, "", "the member list is unreadable, so no disruption can be proven safe")
 	}
@@ -176,7 +183,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 	if v.Leader {
 		return refuse(ReasonLeader, r, v.Name, "%s leads; move leadership to another voter first", v.Name)
 	}
-	if err := checkOthers(c, r); err != nil {
+	if err := checkOthers(c, r, v); err != nil {
 		return err
 	}
 	return checkQuorum(voters, r, v)
@@ -198,8 +205,12 @@ func checkSingle(c Cluster, r Request, v Member) error {
 }
 
 // checkOthers: one disruption at a time. Any other member that is not a fully available voter means a
-// disruption (ours or not) is already under way.
-func checkOthers(c Cluster, r Request) error {
+// disruption (ours or not) is already under way; so does a member removed to be replaced that is
+// not a voter again yet. One exception keeps the cluster from deadlocking: a victim that is down
+// already may go while another member is being replaced, because taking it adds no unavailability
+// (and etcd refuses to add the replacement while a voter it cannot reach is listed). The quorum
+// projection still decides.
+func checkOthers(c Cluster, r Request, victim Member) error {
 	for _, m := range c.Members {
 		if m.Name == r.Victim {
 			continue
@@ -207,6 +218,8 @@ func checkOthers(c Cluster, r Request) error {
 		switch {
 		case m.Learner:
 			return refuse(ReasonLearnerPresent, r, m.Name, "learner %s must be promoted or removed first", m.Name)
+		case !m.Voter && m.Replacing && victim.available():
+			return refuse(ReasonOtherDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
 		case !m.Voter:
 			continue // an object not in etcd (pending creation) carries no data and no vote
 		case !m.PodExists || m.PodDeleting || m.InFlight:
@@ -243,6 +256,8 @@ func checkQuorum(voters []Member, r Request, v Member) error {
 
 func describe(m Member) string {
 	switch {
+	case !m.Voter && !m.Learner && m.Replacing:
+		return "removed for replacement: not a voter yet"
 	case !m.PodExists:
 		return "Pod missing"
 	case m.PodDeleting:

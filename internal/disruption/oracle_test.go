@@ -10,27 +10,24 @@ import (
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-// oracle is invariant 1 of the brief written out independently: may this request go ahead?
+// oracle is invariant 1 of the brief written out from the invariant itself, not from Check's code:
+// count the members that are unavailable before and after the request, and project quorum.
 func oracle(c Cluster, r Request) bool {
 	var v *Member
-	voters, others := 0, 0
 	for i := range c.Members {
-		m := c.Members[i]
-		if m.Name == r.Victim {
+		if c.Members[i].Name == r.Victim {
 			v = &c.Members[i]
-		}
-		if m.Voter {
-			voters++
 		}
 	}
 	if v == nil {
 		return false
 	}
 	mem := c.Medium == v1alpha1.StorageMediumMemory
+	inEtcd := v.Voter || v.Learner
 	switch r.Kind {
-	case DeleteData:
-		return c.MemberListKnown && !v.Voter && !v.Learner
-	case Dormant:
+	case DeleteData: // data goes only once etcd provably no longer counts the member
+		return c.MemberListKnown && !inEtcd
+	case Dormant: // a chosen outage of PVC members, the leader's Pod last
 		if !c.Dormant || mem {
 			return false
 		}
@@ -41,38 +38,55 @@ func oracle(c Cluster, r Request) bool {
 		}
 		return true
 	}
-	if !c.MemberListKnown {
+	switch {
+	case r.Kind == Restart && v.PodFailed && !mem: // nothing runs in a Failed Pod; its PVC stays
+		return true
+	case r.Kind == Restart && c.NeverFormed && !inEtcd: // a seed that never formed holds nothing
+		return true
+	case !c.MemberListKnown: // nothing can be proven
+		return false
+	case !v.Voter: // a learner, or out of etcd: no vote at stake
+		return true
+	case mem && r.Kind == Restart: // a memory voter's data goes with its Pod
 		return false
 	}
-	if !v.Voter {
-		return true // a learner, or not in etcd: no vote at stake
+	serving := func(m Member) bool {
+		return m.Voter && m.Healthy && m.PodExists && m.PodReady && !m.PodDeleting && !m.InFlight
 	}
-	if voters == 1 {
-		return r.Kind == Restart && !mem && c.AllowDowntime
-	}
-	if v.Leader || (mem && r.Kind == Restart) {
-		return false
-	}
+	voters, healthyOthers, otherDown := 0, 0, 0
+	absentForReplacement := false
 	for _, m := range c.Members {
-		if m.Name == v.Name {
+		switch {
+		case m.Voter:
+			voters++
+		case m.Learner:
+			otherDown++ // a learner is a membership change under way
+		case m.Replacing:
+			absentForReplacement = true
+		}
+		if m.Name == v.Name || !m.Voter {
 			continue
 		}
-		if m.Learner {
-			return false
-		}
-		if m.Voter {
-			if !(m.Healthy && m.PodExists && m.PodReady && !m.PodDeleting && !m.InFlight) {
-				return false
-			}
-			others++
+		if serving(m) {
+			healthyOthers++
+		} else {
+			otherDown++
 		}
 	}
-	// With every other voter healthy, only the size matters: a restart or replacement needs a
-	// majority of the full set without the victim; a removal a majority of the smaller set.
+	if voters == 1 { // the only voter: a restart is a full outage the user opted into
+		return r.Kind == Restart && !mem && c.AllowDowntime
+	}
+	if v.Leader || otherDown > 0 { // invariant 2; and one disruption at a time
+		return false
+	}
+	if absentForReplacement && serving(*v) { // a second member would be out; a down victim adds nothing
+		return false
+	}
+	after := voters
 	if r.Kind == Remove {
-		return others >= (voters-1)/2+1
+		after--
 	}
-	return others >= voters/2+1
+	return healthyOthers >= after/2+1
 }
 
 func randomCluster(r *rand.Rand) Cluster {
@@ -85,12 +99,14 @@ func randomCluster(r *rand.Rand) Cluster {
 	for i := 0; i < n; i++ {
 		flaky := func() bool { return r.Intn(7) != 0 }
 		m := Member{Name: fmt.Sprintf("c-%d", i), ID: uint64(i + 1), Voter: true, Leader: i == leader,
-			Healthy: flaky(), PodExists: flaky(), PodReady: flaky(), PodDeleting: !flaky(), InFlight: !flaky()}
+			Healthy: flaky(), PodExists: flaky(), PodReady: flaky(), PodDeleting: !flaky(), InFlight: !flaky(),
+			PodFailed: r.Intn(12) == 0}
 		switch r.Intn(10) {
 		case 0:
 			m.Voter, m.Learner, m.Leader = false, true, false
 		case 1:
 			m.Voter, m.ID, m.Leader = false, 0, false
+			m.Replacing = r.Intn(2) == 0
 		}
 		c.Members = append(c.Members, m)
 	}

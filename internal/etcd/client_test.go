@@ -105,8 +105,16 @@ func TestClientAgainstRealEtcd(t *testing.T) {
 		t.Fatal("still a learner after promotion")
 	}
 	c.SetEndpoints(cl.ClientURLs())
-	if err := c.LinearizableRead(ctx, joiner.ClientURL); err != nil {
-		t.Fatalf("read through the promoted member: %v", err)
+	// The promoted member learns of its promotion when it applies the conf change, a moment after
+	// the leader committed it; until then it refuses reads as a learner (seen under load).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := c.LinearizableRead(ctx, joiner.ClientURL)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read through the promoted member: %v", err)
+		}
 	}
 
 	// Scale down: remove it; removing again is a no-op, so a retried step is safe.

@@ -82,6 +82,10 @@ type Action struct {
 	// Disruption is set when the action disrupts a member: the controller must pass it to a
 	// disruption.Disrupter together with Facts.DisruptionView().
 	Disruption *disruption.Request
+	// Replacing (RemoveMember, RecordPhase): the member leaves etcd to be replaced; the controller
+	// records status.replacing with the phase, before the removal, and clears it once the member is
+	// Running again.
+	Replacing bool
 	// Reason is a CamelCase reason for conditions; Message is for humans.
 	Reason  Reason
 	Message string
@@ -117,5 +121,6 @@ func wait(reason Reason, format string, args ...any) Action {
 
 func (a Action) disrupting(kind disruption.Kind) Action {
 	a.Disruption = &disruption.Request{Kind: kind, Victim: a.Member}
+	a.Replacing = kind == disruption.Replace
 	return a
 }

@@ -43,6 +43,8 @@ const (
 	ReasonPodTerminating   Reason = "WaitingForPodDeletion"
 	ReasonPodMissing       Reason = "MemberPodMissing"
 	ReasonDataLost         Reason = "MemberDataLost"
+	ReasonPodFailed        Reason = "MemberPodFailed"
+	ReasonWrongCluster     Reason = "ClusterIdentityMismatch"
 	ReasonCrashLooping     Reason = "MemberCrashLooping"
 	ReasonOOMKilled        Reason = "MemberOOMKilled"
 	ReasonUnschedulable    Reason = "MemberUnschedulable"
@@ -131,6 +133,8 @@ type Decision struct {
 	AdoptionRefused string
 	// VersionWarning is set when a version could not be parsed (a custom build): accepted, unchecked.
 	VersionWarning string
+	// Step is the step in progress and when it began, for status.lastStep (nil when settled).
+	Step *v1alpha1.StepRecord
 	// DeadlineExceeded is true when the step in progress took longer than progressDeadlineSeconds.
 	DeadlineExceeded bool
 }

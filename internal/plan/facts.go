@@ -35,12 +35,9 @@ type Facts struct {
 	Members []Member
 	// Etcd is what etcd said in this reconcile: member list, endpoint statuses, reads.
 	Etcd health.Facts
-	// Now is the time of this reconcile.
+	// Now is the time of this reconcile. The step clock (progressDeadlineSeconds) comes from
+	// Cluster.Status.LastStep and the members' PhaseSince, never from the controller's memory.
 	Now time.Time
-	// StepStarted is when the step in progress began (the in-flight member's last phase change);
-	// zero when unknown. It bounds how long a learner may take to catch up and drives
-	// progressDeadlineSeconds.
-	StepStarted time.Time
 	// Limits override the defaults; zero fields keep them.
 	Limits Limits
 	// TLS is what the certificate step (internal/tlsplan) reported.
@@ -65,6 +62,10 @@ type Member struct {
 	// Phase and ID are the member's recorded status.
 	Phase v1alpha1.MemberPhase
 	ID    string
+	// PhaseSince is when the recorded phase was written; zero when unknown.
+	PhaseSince time.Time
+	// Replacing is the member's status.replacing: removed to be replaced, not a voter again yet.
+	Replacing bool
 	// Deleting is true when the EtcdMember has a deletion timestamp: a scale-down is under way and
 	// the member's finalizer waits for the plan to remove it from etcd and delete its Pod and PVC.
 	Deleting bool
@@ -83,10 +84,25 @@ type Pod struct {
 	Phase    corev1.PodPhase
 	Ready    bool
 	Deleting bool
-	// RestartCount of the etcd container.
+	// Failed: the Pod's phase is Failed (evicted, rejected at admission after a node reboot): its
+	// containers never run again, whatever the restart policy.
+	Failed bool
+	// RestartCount of the etcd container over the Pod's whole life; old restarts say nothing about
+	// now, so it never decides alone (see crashLooping).
 	RestartCount int32
 	// LastTerminationReason of the etcd container, e.g. OOMKilled, Error.
 	LastTerminationReason string
+	// LastTerminatedAt is when the etcd container last exited; zero if it never did.
+	LastTerminatedAt time.Time
+	// BackOff: the kubelet holds the etcd container in CrashLoopBackOff right now.
+	BackOff bool
+	// NotReadySince is when the Pod's Ready condition last turned False; zero while Ready.
+	NotReadySince time.Time
+	// DeletingSince is the Pod's deletion timestamp; zero unless Deleting.
+	DeletingSince time.Time
+	// Template is the member template the Pod was built from (its annotation); nil when the Pod
+	// does not say (built by an older Steward), in which case the member's record stands for it.
+	Template *v1alpha1.MemberTemplate
 	// Unschedulable is true when the scheduler reported the Pod cannot be placed.
 	Unschedulable bool
 }
@@ -110,8 +126,13 @@ type PVC struct {
 // Limits are the plan's thresholds.
 type Limits struct {
 	// CrashLoopRestarts: a member restarted more often than this (not OOM-killed) while the others
-	// hold quorum is replaced.
+	// hold quorum is replaced, if it also crash-loops now (see CrashLoopWindow).
 	CrashLoopRestarts int32
+	// CrashLoopWindow: a member counts as crash-looping only after its Pod has been unready this
+	// long, crashing within it, and etcd has not heard from it.
+	CrashLoopWindow time.Duration
+	// StuckTerminating: a Pod terminating longer than this is reported with the command to run.
+	StuckTerminating time.Duration
 	// LearnerTimeout: a learner not promotable for this long is removed and retried.
 	LearnerTimeout time.Duration
 	// AppliedIndexTolerance for the recovery gate (health.DefaultAppliedIndexTolerance).
@@ -122,14 +143,25 @@ type Limits struct {
 // 160s): long enough to ride out a slow disk or a DNS hiccup, short enough that a broken member does
 // not hold a roll for long. A learner gets ten minutes: catching up means receiving a snapshot of up
 // to the backend quota (8 GiB at most) over the peer network.
+//
+// The crash-loop window is the same five minutes: a member whose etcd answers, or that was ready
+// within the window, is never replaced, whatever its lifetime restart count says.
 const (
 	DefaultCrashLoopRestarts int32         = 5
+	DefaultCrashLoopWindow   time.Duration = 5 * time.Minute
 	DefaultLearnerTimeout    time.Duration = 10 * time.Minute
+	DefaultStuckTerminating  time.Duration = 5 * time.Minute
 )
 
 func (l Limits) withDefaults() Limits {
 	if l.CrashLoopRestarts == 0 {
 		l.CrashLoopRestarts = DefaultCrashLoopRestarts
+	}
+	if l.CrashLoopWindow == 0 {
+		l.CrashLoopWindow = DefaultCrashLoopWindow
+	}
+	if l.StuckTerminating == 0 {
+		l.StuckTerminating = DefaultStuckTerminating
 	}
 	if l.LearnerTimeout == 0 {
 		l.LearnerTimeout = DefaultLearnerTimeout

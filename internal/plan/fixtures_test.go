@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
@@ -132,4 +133,21 @@ type want struct {
 	message    string          // a substring of the message
 }
 
-func stepAgo(f *Facts, d time.Duration) { f.StepStarted = f.Now.Add(-d) }
+// stepAgo makes the step in progress, and the phase of every member not Running, d old.
+func stepAgo(f *Facts, d time.Duration) {
+	f.Cluster.Status.LastStep = &v1alpha1.StepRecord{Action: "Wait", Since: metav1.NewTime(f.Now.Add(-d))}
+	for i := range f.Members {
+		if f.Members[i].Phase != v1alpha1.MemberRunning {
+			f.Members[i].PhaseSince = f.Now.Add(-d)
+		}
+	}
+}
+
+// crashing makes a member crash-loop now, as the kubelet reports it: unready for longer than the
+// window, the last exit a minute ago, backing off, its endpoint silent.
+func (f *Facts) crashing(name string, restarts int32, reason string) {
+	p := &f.m(name).Pod
+	p.Ready, p.RestartCount, p.LastTerminationReason = false, restarts, reason
+	p.NotReadySince, p.LastTerminatedAt, p.BackOff = f.Now.Add(-DefaultCrashLoopWindow-time.Minute), f.Now.Add(-time.Minute), true
+	f.silence(name)
+}

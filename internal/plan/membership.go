@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"time"
-
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
@@ -55,7 +53,9 @@ func (v *view) recordPhases() (Action, bool) {
 			return act(AddLearner, m.Name, ReasonJoining, "MemberAddAsLearner for %s did not happen yet; adding it", m.Name), true
 		case m.Phase == v1alpha1.MemberLearner || m.Phase == v1alpha1.MemberRunning:
 			// Gone from etcd behind our back: its data is stale; replace it through the removal flow.
-			return record(m, v1alpha1.MemberRemoving, "the member left etcd; replacing it"), true
+			a := record(m, v1alpha1.MemberRemoving, "the member left etcd; replacing it")
+			a.Replacing = m.Phase == v1alpha1.MemberRunning
+			return a, true
 		}
 	}
 	return Action{}, false
@@ -111,7 +111,7 @@ func (v *view) learner(l *memberView) Action {
 		a.MemberID = l.id()
 		return a
 	}
-	if v.stepOlderThan(v.lim.LearnerTimeout) {
+	if v.olderThan(l.PhaseSince, v.lim.LearnerTimeout) {
 		a, _ := v.disrupt(act(RemoveMember, l.Name, ReasonLearnerStuck,
 			"learner %s did not catch up within %s; removing it to retry", l.Name, v.lim.LearnerTimeout), disruption.Remove)
 		a.MemberID = l.id()
@@ -126,31 +126,50 @@ func (v *view) learner(l *memberView) Action {
 	return wait(ReasonLearnerCatchUp, "learner %s's Pod is not ready", l.Name)
 }
 
-// stepOlderThan reports whether the step in progress began more than d ago; an unknown start never
-// times out, so a controller that cannot tell waits rather than tearing down a slow learner.
-func (v *view) stepOlderThan(d time.Duration) bool {
-	return !v.f.StepStarted.IsZero() && v.f.Now.Sub(v.f.StepStarted) > d
-}
-
 // removals finish removals: out of etcd first (leader handed off before), then the Pod, then the
 // data, then the member is finalized (scale-down) or reset to a fresh one (replacement).
+//
+// A removal the chokepoint refuses for now is kept aside (v.removalWait) rather than returned, so the
+// repair of another member, which is what the removal usually waits for, still runs.
 func (v *view) removals() (Action, bool) {
 	for i := len(v.members) - 1; i >= 0; i-- {
 		m := v.members[i]
 		if !m.Deleting && m.Phase != v1alpha1.MemberRemoving {
 			continue
 		}
-		if m.inEtcd() {
-			if m.leader {
-				return v.moveLeader(m, "removing it"), true
-			}
-			a, _ := v.disrupt(act(RemoveMember, m.Name, ReasonRemoving, "removing %s from etcd", m.Name), disruption.Remove)
-			a.MemberID = m.id()
-			return a, true
+		if !m.inEtcd() {
+			return v.cleanUp(m), true
 		}
-		return v.cleanUp(m), true
+		if m.leader {
+			return v.moveLeader(m, "removing it"), true
+		}
+		a, _ := v.disrupt(act(RemoveMember, m.Name, ReasonRemoving, "removing %s from etcd", m.Name), v.removalKind(m))
+		if a.Kind == Wait {
+			if v.removalWait == nil {
+				v.removalWait = &a
+			}
+			continue
+		}
+		a.MemberID = m.id()
+		return a, true
 	}
 	return Action{}, false
+}
+
+// removalKind: a member leaving for good shrinks the voter set; one removed to be replaced does not.
+func (v *view) removalKind(m *memberView) disruption.Kind {
+	if m.Deleting {
+		return disruption.Remove
+	}
+	return disruption.Replace
+}
+
+// waitingRemoval reports the removal that waited for the cluster to heal, once nothing repairs it.
+func (v *view) waitingRemoval() (Action, bool) {
+	if v.removalWait == nil {
+		return Action{}, false
+	}
+	return *v.removalWait, true
 }
 
 // cleanUp removes what is left of a member that is out of etcd.

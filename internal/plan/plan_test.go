@@ -267,8 +267,12 @@ func TestPlanRemovals(t *testing.T) {
 		return func(f *Facts) { removing(name)(f); f.dropLive(name) }
 	}
 	runPlanCases(t, []planCase{
-		{name: "removal intent, still listed: remove", mutate: removing("c-2"),
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemoving, disruption: disruption.Remove}},
+		{name: "replacement intent, still listed: remove it to replace it", mutate: removing("c-2"),
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemoving, disruption: disruption.Replace}},
+		{name: "scale-down intent, still listed: remove it for good", mutate: func(f *Facts) {
+			f.setReplicas(2)
+			f.m("c-2").Deleting = true
+		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemoving, disruption: disruption.Remove}},
 		{name: "removal intent on the leader: hand off first", mutate: func(f *Facts) { removing("c-2")(f); f.lead("c-2") },
 			want: want{kind: MoveLeader, member: "c-2", target: "c-0"}},
 		{name: "removal refused while another member is down: wait", n: 5, mutate: func(f *Facts) {
@@ -321,10 +325,7 @@ func TestPlanRemovals(t *testing.T) {
 // TestPlanRepair: issue 4, each repair case, and quorum lost.
 func TestPlanRepair(t *testing.T) {
 	crash := func(name string, restarts int32, reason string) func(f *Facts) {
-		return func(f *Facts) {
-			f.m(name).Pod.Ready, f.m(name).Pod.RestartCount, f.m(name).Pod.LastTerminationReason = false, restarts, reason
-			f.silence(name)
-		}
+		return func(f *Facts) { f.crashing(name, restarts, reason) }
 	}
 	runPlanCases(t, []planCase{
 		{name: "pvc Pod gone: recreate it, same member", mutate: func(f *Facts) { f.podGone("c-1") },

@@ -5,25 +5,52 @@ import (
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
-// repair fixes one failed voter (issue 4): a PVC member that lost its Pod gets it back with its data;
-// a member whose data is gone (memory Pod lost, PVC lost) or that crash-loops is removed and then
-// replaced by a fresh member through the normal join flow. Quorum safety is disruption.Check's job.
+// restore gives a PVC voter back a working Pod where that disrupts nobody: a missing Pod is
+// recreated on the member's own data, and a Failed Pod (evicted, or refused at admission after a
+// node reboot), whose containers never run again, is deleted so the next reconcile recreates it.
+// It runs before any half-done membership change, so a removal that waits for a healthy cluster can
+// never keep the repair that would make it healthy from running.
+func (v *view) restore() (Action, bool) {
+	if v.f.memory() {
+		return Action{}, false
+	}
+	for _, m := range v.active() {
+		if m.Phase != v1alpha1.MemberRunning || !m.voter() || !m.PVC.Exists || m.PVC.Deleting {
+			continue
+		}
+		switch {
+		case m.PVC.Foreign && (!m.Pod.Exists || m.Pod.Failed):
+			return foreignPVC(m), true
+		case !m.Pod.Exists:
+			if a, ok := v.adoptBeforeCreate(); ok {
+				return a, true
+			}
+			return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
+		case m.Pod.Failed && !m.Pod.Deleting:
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonPodFailed,
+				"deleting %s's Failed Pod so it is recreated on its PVC", m.Name), disruption.Restart)
+			return a, true
+		}
+	}
+	return Action{}, false
+}
+
+// repair fixes one failed voter (issue 4) whose data cannot be kept: a member whose data is gone
+// (memory Pod lost or Failed, PVC lost) or that crash-loops is removed and then replaced by a fresh
+// member through the normal join flow. Quorum safety is disruption.Check's job.
 func (v *view) repair() (Action, bool) {
 	for _, m := range v.active() {
 		if m.Phase != v1alpha1.MemberRunning || !m.voter() {
 			continue
 		}
-		if !m.Pod.Exists {
-			if !v.f.memory() && m.PVC.Exists && !m.PVC.Deleting {
-				if m.PVC.Foreign {
-					return foreignPVC(m), true
-				}
-				return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
-			}
+		switch {
+		case !m.Pod.Exists && (v.f.memory() || !m.PVC.Exists):
 			return v.replace(m, ReasonDataLost, "its Pod is gone and its data with it")
-		}
-		if m.crashLooping(v.lim) {
-			return v.replace(m, ReasonCrashLooping, "it keeps crashing")
+		case m.Pod.Failed && v.f.memory():
+			return v.replace(m, ReasonPodFailed, "its Pod failed and its data in memory with it")
+		case v.crashLooping(m):
+			return v.replace(m, ReasonCrashLooping, "it keeps crashing and etcd has not heard from it for "+
+				v.lim.CrashLoopWindow.String())
 		}
 	}
 	return Action{}, false

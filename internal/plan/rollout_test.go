@@ -211,7 +211,7 @@ func TestProgressDeadline(t *testing.T) {
 	f.retarget(cpu("1"))
 	cpu("1")(&f.m("c-2").Template)
 	f.ep("c-2").AppliedIndex = 0
-	f.StepStarted = f.Now.Add(-11 * time.Minute)
+	stepAgo(&f, 11*time.Minute)
 	d := Plan(f)
 	if !d.DeadlineExceeded {
 		t.Fatalf("11 minutes on one step must exceed the default 600s deadline")

@@ -26,7 +26,6 @@ func (w *world) apply(f Facts, a Action) {
 	if !a.Is() {
 		return
 	}
-	w.started = w.now
 	crash := w.rng.Float64() < w.crashRate
 	early := crash && w.rng.Intn(2) == 0
 	if crash {
@@ -75,9 +74,11 @@ func (w *world) apply(f Facts, a Action) {
 		w.promote(m, a, crash)
 	case RecordPhase:
 		m.phase, m.id = a.Phase, hexID(a.MemberID)
+		m.replacing = m.replacing || a.Replacing
 	case RemoveMember:
 		if m != nil {
 			m.phase = v1alpha1.MemberRemoving
+			m.replacing = m.replacing || a.Replacing
 		}
 		if !early {
 			w.disrupt(f, a)
@@ -290,26 +291,70 @@ func (w *world) record(a Action, m *wMember, e *wEtcd) {
 
 // checkInvariants runs after every step.
 func (w *world) checkInvariants() {
-	learners, down := 0, 0
+	learners := 0
 	for _, e := range w.etcd {
 		if e.learner {
 			learners++
-		} else if !w.available(e) && !w.faults[e.name] {
-			down++
 		}
 	}
 	if learners > 1 {
 		w.violate("%d learners", learners)
 	}
-	all, _ := w.voters()
-	if *w.cluster.Spec.Replicas == 0 || all <= 1 {
+	if all, _ := w.voters(); *w.cluster.Spec.Replicas <= 1 || all == 0 {
 		return // not formed, dormant, or a single member: a full outage is the user's choice
 	}
-	if down > 1 {
-		w.violate("%d voters unavailable at once (beyond the test's own faults)", down)
+	if down := w.disrupted(); len(down) > 1 {
+		w.violate("%d members disrupted at once (beyond the test's own faults): %v", len(down), down)
 	}
 	if len(w.faults) == 0 && !w.quorum() {
 		w.violate("quorum lost without any fault")
+	}
+	w.checkStatusHonest()
+}
+
+// disrupted counts, from the world's own state and not from the plan's, the members that are not
+// serving as voters and were not broken by the test: a listed voter that is down or behind, and a
+// member that was a voter once and is not one now (removed to be replaced, or a learner again) while
+// it is still meant to exist.
+func (w *world) disrupted() []string {
+	var out []string
+	for _, m := range w.members {
+		e := w.entry(m)
+		if e != nil && !e.learner {
+			m.everVoter = true
+		}
+		switch {
+		case w.faults[m.name]:
+		case e != nil && !e.learner && !w.available(e):
+			out = append(out, m.name)
+		case (e == nil || e.learner) && m.everVoter && !m.deleting:
+			out = append(out, m.name)
+		}
+	}
+	return out
+}
+
+// checkStatusHonest: a member status calls updated runs the target in its Pod, on a volume that
+// has the target size (issue 10, defect 7).
+func (w *world) checkStatusHonest() {
+	if w.cluster.Status.Observed == nil {
+		return
+	}
+	target := w.observed()
+	for _, ms := range w.last.Members {
+		m := w.member(ms.Name)
+		if !ms.Updated || m == nil {
+			continue
+		}
+		switch {
+		case m.pod == nil || m.pod.deleting > 0:
+			w.violate("status calls %s updated without a running Pod", m.name)
+		case Compare(m.pod.template, target, w.cluster.Spec.Storage.Medium).Has(ChangeRoll):
+			w.violate("status calls %s updated while its Pod runs an outdated template", m.name)
+		case m.pvc != nil && target.Storage.Size != nil && m.pvc.capacity.Cmp(*target.Storage.Size) < 0:
+			w.violate("status calls %s updated while its volume is %s of %s", m.name, m.pvc.capacity.String(),
+				target.Storage.Size.String())
+		}
 	}
 }
 

@@ -37,6 +37,11 @@ func (w *world) run(max int, hooks map[int]func(*world)) Decision {
 		if w.check != nil {
 			w.check(w)
 		}
+		if w.liveness && len(w.errs) == 0 {
+			if p := w.pathBackToHealthy(); p != "" {
+				w.violate("%s", p)
+			}
+		}
 		if len(w.errs) > 0 || (d.Action.Kind == Nothing && w.step-start >= lastHook(hooks)) {
 			return d
 		}

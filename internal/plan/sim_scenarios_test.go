@@ -11,9 +11,13 @@ import (
 )
 
 // stuck runs a scenario that must end waiting (not Nothing) with the given reason, cleanly.
+// These states wait for the user by design, so there is no path back without them: no liveness.
 func (w *world) stuck(steps int, hooks map[int]func(*world), reason Reason) Decision {
 	w.t.Helper()
+	live := w.liveness
+	w.liveness = false
 	d := w.run(steps, hooks)
+	w.liveness = live
 	if len(w.errs) > 0 {
 		w.t.Fatalf("violations:\n  %s\n%s", strings.Join(w.errs, "\n  "), w.tail(30))
 	}
@@ -70,6 +74,7 @@ func TestSequenceSingleMember(t *testing.T) {
 	})
 	t.Run("memory escapes by scaling out: grow to 3, then roll", func(t *testing.T) {
 		w := formedWorld(t, 1, memory)
+		w.liveness = false // blocked on the user by design until step 5
 		w.converge(map[int]func(*world){1: changeResources("1"), 5: scaleTo(3)})
 		w.assertConverged()
 		wantOrder(t, w, "c-0")
@@ -189,7 +194,7 @@ func TestSequenceQuorumLoss(t *testing.T) {
 
 func TestSequenceOOMKilled(t *testing.T) {
 	w := formedWorld(t, 3, "")
-	d := w.stuck(30, map[int]func(*world){1: crashLoop("c-1", true)}, ReasonWaitingForHealth)
+	d := w.stuck(60, map[int]func(*world){1: crashLoop("c-1", true)}, ReasonWaitingForHealth)
 	if len(w.touched()) != 0 {
 		t.Errorf("an OOM-killed member must not be replaced: %s", names(w.touched()))
 	}

@@ -2,10 +2,12 @@ package plan
 
 import (
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -26,8 +28,8 @@ func (w *world) tick() {
 	w.tickEtcd()
 	for name := range w.faults {
 		m := w.member(name)
-		if m == nil || w.entry(m) == nil || w.available(w.entry(m)) {
-			delete(w.faults, name) // repaired (back and caught up) or replaced (left etcd)
+		if m == nil || m.deleting || (w.entry(m) != nil && w.available(w.entry(m))) {
+			delete(w.faults, name) // repaired, or replaced and a voter again, or gone
 		}
 	}
 }
@@ -45,9 +47,17 @@ func (w *world) tickPod(m *wMember) {
 		return
 	case p.unschedulable:
 		return
+	case p.failed:
+		p.running = false
+		return
+	case p.stalled > 0:
+		p.stalled--
+		p.running = false
+		return
 	case p.crashing:
 		p.running = false
 		p.restarts++
+		p.lastTerminated = w.now
 		return
 	}
 	p.age++
@@ -120,20 +130,46 @@ func (w *world) tickEtcd() {
 
 // facts is what a controller would gather from this world.
 func (w *world) facts() Facts {
-	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, StepStarted: w.started}
+	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now}
 	for _, m := range w.members {
+		w.observeMember(m)
 		f.Members = append(f.Members, w.memberFacts(m))
 	}
 	f.Etcd = w.etcdFacts()
 	return f
 }
 
+// observeMember does what the API server and the kubelet do with times: phaseSince moves when the
+// phase is written, status.replacing is cleared once Running, and a Pod's Ready condition keeps
+// the moment it turned False.
+func (w *world) observeMember(m *wMember) {
+	if m.phase != m.seenPhase {
+		m.seenPhase, m.phaseSince = m.phase, w.now
+	}
+	if m.phase == v1alpha1.MemberRunning {
+		m.replacing = false
+	}
+	if p := m.pod; p != nil {
+		switch ready := p.running && p.deleting == 0; {
+		case ready:
+			p.notReadySince = time.Time{}
+		case p.notReadySince.IsZero():
+			p.notReadySince = w.now
+		}
+	}
+}
+
 func (w *world) memberFacts(m *wMember) Member {
 	fm := Member{Name: m.name, Ordinal: m.ordinal, PeerURL: peerURL(m.name), Phase: m.phase, ID: m.id,
-		Deleting: m.deleting, Template: *m.template.DeepCopy()}
+		Deleting: m.deleting, Template: *m.template.DeepCopy(), Replacing: m.replacing, PhaseSince: m.phaseSince}
 	if p := m.pod; p != nil {
 		fm.Pod = Pod{Exists: true, Ready: p.running && p.deleting == 0, Deleting: p.deleting > 0,
-			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning}
+			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
+			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
+			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy()}
+		if p.failed {
+			fm.Pod.Phase = corev1.PodFailed
+		}
 		if p.oom {
 			fm.Pod.LastTerminationReason = "OOMKilled"
 		} else if p.crashing {
@@ -178,4 +214,5 @@ func (w *world) recordStatus(d Decision) {
 	for _, c := range d.Conditions {
 		meta.SetStatusCondition(&w.cluster.Status.Conditions, c)
 	}
+	w.cluster.Status.LastStep = d.Step
 }

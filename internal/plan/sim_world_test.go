@@ -31,7 +31,6 @@ type world struct {
 	nextID     uint64
 	index      uint64
 	now        time.Time
-	started    time.Time // when the step in progress began (Facts.StepStarted)
 	step       int
 	faults     map[string]bool // members the test itself broke
 	faultStep  int             // when the test last broke one
@@ -43,10 +42,13 @@ type world struct {
 	planner func(Facts) Decision
 	last    Decision
 	// check runs after every step: a scenario's own invariant.
-	check  func(*world)
-	trace  []string
-	events []event // disruptions and membership changes, in order
-	errs   []string
+	check func(*world)
+	// liveness: after every step, a fork of the world healed of the test's faults must find its
+	// way back to healthy (sim_fork_test.go).
+	liveness bool
+	trace    []string
+	events   []event // disruptions and membership changes, in order
+	errs     []string
 }
 
 type wMember struct {
@@ -58,6 +60,11 @@ type wMember struct {
 	template v1alpha1.MemberTemplate
 	pod      *wPod
 	pvc      *wPVC
+	// replacing is status.replacing; phaseSince and seenPhase time the recorded phase.
+	replacing  bool
+	phaseSince time.Time
+	seenPhase  v1alpha1.MemberPhase
+	everVoter  bool // it has been a voter: absent from etcd later, it is disrupted
 }
 
 type wPod struct {
@@ -71,6 +78,11 @@ type wPod struct {
 	restarts      int32
 	unschedulable bool
 	data          uint64 // memory storage: the member ID whose data the tmpfs holds
+	failed        bool   // phase Failed (evicted): its containers never run again
+	stalled       int    // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
+	// what the kubelet reports: when the Pod last turned unready, when etcd last exited.
+	notReadySince  time.Time
+	lastTerminated time.Time
 }
 
 type wPVC struct {
@@ -112,7 +124,7 @@ func newWorld(t testing.TB, replicas int32, medium v1alpha1.StorageMedium) *worl
 	c.Spec.Storage.Medium = medium
 	return &world{
 		t: t, rng: rand.New(rand.NewSource(1)), cluster: c, faults: map[string]bool{}, unschedulable: map[string]bool{},
-		now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), nextID: 0x10, index: 1000, resizable: true,
+		now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), nextID: 0x10, index: 1000, resizable: true, liveness: true,
 	}
 }
 

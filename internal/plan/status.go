@@ -17,9 +17,9 @@ func (v *view) fillStatus(d *Decision) {
 	d.Changes = map[string]Change{}
 	for _, m := range v.active() {
 		d.Changes[m.Name] = m.change
-		if m.change != 0 {
+		if v.outdated(m) {
 			d.Outdated = append(d.Outdated, m.Name)
-		} else if m.Phase == v1alpha1.MemberRunning {
+		} else if v.updated(m) {
 			d.UpdatedMembers++
 		}
 		d.Members = append(d.Members, v.memberStatus(m))
@@ -33,14 +33,14 @@ func (v *view) fillStatus(d *Decision) {
 	d.Gate = v.gate()
 	d.VersionWarning = v.versionWarning()
 	d.AdoptionRefused = v.adoptRefused
-	d.DeadlineExceeded = d.Action.Kind != Nothing && d.Action.Reason != ReasonPaused &&
-		v.stepOlderThan(v.f.progressDeadline())
+	d.Step = v.nextStep(d.Action)
+	d.DeadlineExceeded = v.deadlineExceeded(d.Action, d.Step)
 	d.Rollout = v.rolloutStatus(d)
 	d.Conditions = []metav1.Condition{v.available(), v.progressing(d), v.degraded(), v.rollingUpdate(d)}
 }
 
 func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
-	s := v1alpha1.MemberStatus{Name: m.Name, ID: m.ID, Role: v1alpha1.RoleUnknown, Updated: m.change == 0}
+	s := v1alpha1.MemberStatus{Name: m.Name, ID: m.ID, Role: v1alpha1.RoleUnknown, Updated: v.updated(m)}
 	if m.inEtcd() {
 		s.ID = m.recordedID()
 	}
@@ -57,6 +57,40 @@ func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
 		s.Version = m.ep.Version
 	}
 	return s
+}
+
+// outdated: the member still needs something to reach the target, or is on its way there: a
+// change to make, a Pod not built from the target yet, or storage still growing (a resize restart
+// may still follow).
+func (v *view) outdated(m *memberView) bool {
+	return m.change != 0 || (m.Pod.Exists && !v.podRunsTarget(m)) || v.storageGrowing(m)
+}
+
+// updated: the member is a voter whose running Pod was built from the target template and whose
+// volume has the target size; a template recorded on the member alone does not count (it is
+// recorded before its Pod starts). Printer columns and `kubectl wait` users read this.
+func (v *view) updated(m *memberView) bool {
+	return !v.outdated(m) && m.Phase == v1alpha1.MemberRunning && m.Pod.Exists && !m.Pod.Deleting && !m.Pod.Failed
+}
+
+// podRunsTarget: the Pod was built from a template that needs no roll to reach the target. A Pod
+// that does not say (built by an older Steward) stands for the member's recorded template.
+func (v *view) podRunsTarget(m *memberView) bool {
+	t := m.Pod.Template
+	if t == nil {
+		t = &m.Template
+	}
+	return !Compare(*t, v.target, v.f.medium()).Has(ChangeRoll)
+}
+
+// storageGrowing: the PVC was asked for more than its filesystem has yet.
+func (v *view) storageGrowing(m *memberView) bool {
+	p := m.PVC
+	if v.f.memory() || !p.Exists {
+		return false
+	}
+	return p.FileSystemResizePending || p.Requested.Cmp(p.Capacity) > 0 ||
+		(v.target.Storage.Size != nil && !p.Capacity.IsZero() && p.Capacity.Cmp(*v.target.Storage.Size) < 0)
 }
 
 func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
@@ -145,9 +179,9 @@ func (v *view) degraded() metav1.Condition {
 			// Not created in etcd yet: progress, not damage.
 		case !m.Pod.Exists:
 			add(ReasonPodMissing, m.Name, "Pod missing")
-		case m.oomLooping(v.lim):
+		case v.oomLooping(m):
 			add(ReasonOOMKilled, m.Name, fmt.Sprintf("OOM-killed %d times; raise resources.limits.memory", m.Pod.RestartCount))
-		case m.crashLooping(v.lim):
+		case v.crashLooping(m):
 			add(ReasonCrashLooping, m.Name, fmt.Sprintf("restarted %d times", m.Pod.RestartCount))
 		case m.Pod.Unschedulable:
 			add(ReasonUnschedulable, m.Name, "Pod cannot be scheduled")

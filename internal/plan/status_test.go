@@ -57,10 +57,10 @@ func TestConditions(t *testing.T) {
 		{name: "quorum lost with a readable list", mutate: func(f *Facts) { f.silence("c-1"); f.silence("c-2") },
 			want: []condWant{{ConditionAvailable, "False", ReasonQuorumLost, "1 of 3 voters healthy, below quorum 2"}}},
 		{name: "OOM-killed", mutate: func(f *Facts) {
-			f.m("c-2").Pod.Ready, f.m("c-2").Pod.RestartCount, f.m("c-2").Pod.LastTerminationReason = false, 9, "OOMKilled"
+			f.crashing("c-2", 9, "OOMKilled")
 		}, want: []condWant{{ConditionDegraded, "True", ReasonOOMKilled, "resources.limits.memory"}}},
 		{name: "crash-looping", mutate: func(f *Facts) {
-			f.m("c-2").Pod.Ready, f.m("c-2").Pod.RestartCount = false, 9
+			f.crashing("c-2", 9, "Error")
 		}, want: []condWant{{ConditionDegraded, "True", ReasonCrashLooping, "restarted 9 times"}}},
 		{name: "unschedulable", mutate: func(f *Facts) { f.m("c-2").Pod.Unschedulable = true },
 			want: []condWant{{ConditionDegraded, "True", ReasonUnschedulable, "c-2"}}},
@@ -130,6 +130,7 @@ func TestStatusMembers(t *testing.T) {
 	f := healthyFacts(t, 3, "")
 	f.retarget(cpu("1"))
 	cpu("1")(&f.m("c-2").Template)
+	cpu("1")(f.m("c-2").Pod.Template)
 	f.ep("c-1").Healthy = false
 	d := Plan(f)
 	if d.ReadyMembers != 2 || d.UpdatedMembers != 1 {
@@ -209,8 +210,19 @@ func TestDisruptionView(t *testing.T) {
 	if m := byName["c-1"]; m.PodReady || !m.PodExists {
 		t.Errorf("c-1 %+v", m)
 	}
-	if m := byName["c-2"]; !m.InFlight {
-		t.Errorf("a removing member is in flight: %+v", m)
+	if m := byName["c-2"]; m.InFlight || m.Replacing || !m.Voter {
+		t.Errorf("a member whose removal is only intended is judged by what it does: %+v", m)
+	}
+	f2 := healthyFacts(t, 3, memory)
+	f2.memberPhase("c-2", v1alpha1.MemberRemoving)
+	f2.dropLive("c-2")
+	if m := byNameOf(f2.DisruptionView(), "c-2"); !m.InFlight || !m.Replacing {
+		t.Errorf("a member out of etcd to be replaced is disrupted: %+v", m)
+	}
+	f2.memberPhase("c-2", v1alpha1.MemberPending)
+	f2.m("c-2").Replacing = true
+	if m := byNameOf(f2.DisruptionView(), "c-2"); !m.Replacing {
+		t.Errorf("a replacement not yet a voter is disrupted: %+v", m)
 	}
 	if m := byName["unknown-member-42"]; !m.Learner || m.Healthy {
 		t.Errorf("orphan %+v", m)

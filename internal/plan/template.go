@@ -61,20 +61,39 @@ func (f *Facts) specAdopted() bool {
 
 // versionRefusal says why the spec's version may not be adopted yet, or "" when it may. Every
 // member must be able to step to it directly, so a second edit (3.5 → 3.6 → 3.7) waits until every
-// member runs 3.6, however quickly the user typed.
+// member runs 3.6, however quickly the user typed. "Runs" is what each member's etcd reports and
+// what its Pod was built from, not only the template recorded on the member: a template is
+// recorded before its Pod starts, and a Pod list seen late can hide an old Pod still running.
 func (v *view) versionRefusal() string {
 	want := v.f.specTemplate().Version
 	for _, m := range v.members {
 		if m.Deleting {
 			continue
 		}
-		if s := ClassifyVersion(m.Template.Version, want); !s.Allowed() {
-			return fmt.Sprintf("spec.version %s is refused for now: %s runs %s (%s); etcd upgrades one minor "+
-				"version at a time and cannot be downgraded, so the current rollout finishes first",
-				want, m.Name, m.Template.Version, s)
+		for _, run := range v.runningVersions(m) {
+			if s := ClassifyVersion(run.version, want); !s.Allowed() {
+				return fmt.Sprintf("spec.version %s is refused for now: %s %s %s (%s); etcd upgrades one minor "+
+					"version at a time and cannot be downgraded, so the current rollout finishes first",
+					want, m.Name, run.source, run.version, s)
+			}
 		}
 	}
 	return ""
+}
+
+type runningVersion struct{ version, source string }
+
+// runningVersions are every version a member may be running: its recorded template, the template its
+// Pod was built from, and the server version its etcd reports.
+func (v *view) runningVersions(m *memberView) []runningVersion {
+	out := []runningVersion{{m.Template.Version, "is recorded at"}}
+	if t := m.Pod.Template; m.Pod.Exists && t != nil {
+		out = append(out, runningVersion{t.Version, "has a Pod built for"})
+	}
+	if m.ep != nil && m.ep.Reachable && m.ep.Version != "" {
+		out = append(out, runningVersion{m.ep.Version, "runs"})
+	}
+	return out
 }
 
 // versionWarning reports versions that cannot be parsed: accepted, but unchecked.

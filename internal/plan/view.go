@@ -21,6 +21,8 @@ type view struct {
 	// notes are findings that do not stop the plan but status should show.
 	rollBlocked  string
 	adoptRefused string
+	// removalWait is a removal the chokepoint refused for now (see removals).
+	removalWait *Action
 }
 
 type memberView struct {
@@ -127,16 +129,33 @@ func (m *memberView) available() bool {
 		!m.Deleting && !m.inFlightPhase()
 }
 
-// crashLooping: restarting over and over for a reason a fresh member can fix. An OOM kill is not
-// one: a replacement gets the same memory limit and dies the same way; the user has to raise it.
-func (m *memberView) crashLooping(l Limits) bool {
-	return m.Pod.Exists && !m.Pod.Ready && m.Pod.RestartCount > l.CrashLoopRestarts &&
-		m.Pod.LastTerminationReason != "OOMKilled"
+// crashLooping: restarting over and over, now, for a reason a fresh member can fix. An OOM kill is
+// not one: a replacement gets the same memory limit and dies the same way; the user has to raise it.
+func (v *view) crashLooping(m *memberView) bool {
+	return v.restartLooping(m) && m.Pod.LastTerminationReason != "OOMKilled"
 }
 
-func (m *memberView) oomLooping(l Limits) bool {
-	return m.Pod.Exists && !m.Pod.Ready && m.Pod.RestartCount > l.CrashLoopRestarts &&
-		m.Pod.LastTerminationReason == "OOMKilled"
+func (v *view) oomLooping(m *memberView) bool {
+	return v.restartLooping(m) && m.Pod.LastTerminationReason == "OOMKilled"
+}
+
+// restartLooping is a crash loop as etcd and the kubelet both see it, never a lifetime restart count
+// alone (six restarts gathered over months say nothing about a Pod that is briefly unready while it
+// replays its WAL or defragments). All must hold: the Pod has been unready for the whole window; its
+// etcd container crashed within the window or the kubelet is backing off; its endpoint did not
+// answer (a member that answers holds data etcd accepts, so it is never wiped for restarts); and
+// it restarted more often than the threshold.
+func (v *view) restartLooping(m *memberView) bool {
+	p, l, now := m.Pod, v.lim, v.f.Now
+	if !p.Exists || p.Ready || p.Deleting || p.Failed || p.RestartCount <= l.CrashLoopRestarts {
+		return false
+	}
+	if m.ep != nil && m.ep.Reachable {
+		return false
+	}
+	recentCrash := p.BackOff || (!p.LastTerminatedAt.IsZero() && now.Sub(p.LastTerminatedAt) <= l.CrashLoopWindow)
+	unreadyLong := !p.NotReadySince.IsZero() && now.Sub(p.NotReadySince) >= l.CrashLoopWindow
+	return recentCrash && unreadyLong
 }
 
 func (m *memberView) recordedID() string { return strconv.FormatUint(m.id(), 16) }
@@ -185,8 +204,8 @@ func (v *view) disruptionView() disruption.Cluster {
 	for _, m := range v.members {
 		c.Members = append(c.Members, disruption.Member{
 			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
-			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.Ready, PodDeleting: m.Pod.Deleting,
-			InFlight: m.Deleting || m.inFlightPhase() || (m.inEtcd() && m.Phase == v1alpha1.MemberPending),
+			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.Ready,
+			PodDeleting: m.Pod.Deleting, PodFailed: m.Pod.Failed, InFlight: v.inFlight(m), Replacing: v.replacing(m),
 		})
 	}
 	for _, o := range v.orphans {
@@ -197,6 +216,29 @@ func (v *view) disruptionView() disruption.Cluster {
 		})
 	}
 	return c
+}
+
+// inFlight: a step of the operator is under way on the member. A member whose removal is only
+// intended (still a voter in the live list) is judged by what it does, serving or not: an intent
+// alone disrupts nobody, and counting it would keep the repair of another member from running
+// while the removal itself waits for that repair.
+func (v *view) inFlight(m *memberView) bool {
+	switch {
+	case m.Phase == v1alpha1.MemberJoining || m.Phase == v1alpha1.MemberLearner:
+		return true
+	case m.inEtcd() && m.Phase == v1alpha1.MemberPending:
+		return true
+	case (m.Deleting || m.Phase == v1alpha1.MemberRemoving) && !m.voter():
+		return true
+	}
+	return false
+}
+
+// replacing: the member left etcd to be replaced (or behind the operator's back) and is not a voter
+// again yet; the cluster is a voter short. Phase Removing without the record counts too, for
+// members an older Steward started replacing.
+func (v *view) replacing(m *memberView) bool {
+	return !m.Deleting && !m.voter() && (m.Replacing || m.Phase == v1alpha1.MemberRemoving)
 }
 
 // check runs disruption.Check for a request on this view.
@@ -222,12 +264,12 @@ func (v *view) gate(skip ...string) health.Result {
 	})
 }
 
-// gateRunning runs the gate over the members that are voters now (Running); used before adding a
-// member, when the newcomer is not expected yet.
+// gateRunning runs the gate over the members that are voters now (Running, including one a
+// scale-down has yet to remove); used before adding a member, when the newcomer is not expected yet.
 func (v *view) gateRunning() health.Result {
 	var voters []health.Voter
 	for _, m := range v.members {
-		if !m.Deleting && m.Phase == v1alpha1.MemberRunning {
+		if m.Phase == v1alpha1.MemberRunning {
 			voters = append(voters, health.Voter{Name: m.Name, PeerURL: m.PeerURL})
 		}
 	}

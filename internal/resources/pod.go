@@ -107,6 +107,7 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 			Volumes: []corev1.Volume{dataVolume(m.Name, t)},
 		},
 	}
+	pod.Annotations = withKey(pod.Annotations, AnnotationTemplate, templateAnnotation(t))
 	if ec.TLSEnabled() {
 		pod.Annotations = withKey(pod.Annotations, AnnotationTrust, m.Trust)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{

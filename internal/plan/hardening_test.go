@@ -1,0 +1,236 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
+)
+
+// Issue 10: the faults the first tests did not model. Each test names the defect it covers.
+
+// failPod puts a member's Pod in phase Failed (a node-pressure eviction) behind the operator's back.
+func failPod(name string) func(*world) {
+	return func(w *world) {
+		p := w.member(name).pod
+		p.failed, p.running = true, false
+		w.faults[name] = true
+	}
+}
+
+// stall keeps a member's etcd unready for n ticks without crashing (WAL replay, a long defrag).
+func stall(name string, n int) func(*world) {
+	return func(w *world) {
+		w.member(name).pod.stalled = n
+		w.faults[name] = true
+	}
+}
+
+// Defect 1: a lifetime restart count alone never gets a member replaced.
+func TestCrashLoopNeedsEvidence(t *testing.T) {
+	oldRestarts := func(unready time.Duration) func(*Facts) {
+		return func(f *Facts) {
+			p := &f.m("c-2").Pod
+			p.Ready, p.RestartCount, p.LastTerminationReason = false, 6, "Error"
+			p.NotReadySince, p.LastTerminatedAt = f.Now.Add(-unready), f.Now.Add(-90*24*time.Hour)
+			f.silence("c-2")
+		}
+	}
+	runPlanCases(t, []planCase{
+		{name: "six old restarts, briefly unready: kept", mutate: oldRestarts(30 * time.Second),
+			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "six old restarts, unready for long without crashing (a long defrag): kept",
+			mutate: oldRestarts(20 * time.Minute), want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "crash-looping, but its etcd answers: kept", mutate: func(f *Facts) {
+			f.crashing("c-2", 9, "Error")
+			f.ep("c-2").Reachable = true
+		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "crash-looping for less than the window: not yet", mutate: func(f *Facts) {
+			f.crashing("c-2", 9, "Error")
+			f.m("c-2").Pod.NotReadySince = f.Now.Add(-2 * time.Minute)
+		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "crash-looping for the window, etcd silent: replaced", mutate: func(f *Facts) { f.crashing("c-2", 9, "Error") },
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+		{name: "crash-looping and backing off, last exit a while ago: replaced", mutate: func(f *Facts) {
+			f.crashing("c-2", 9, "Error")
+			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-time.Hour)
+		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+	})
+}
+
+// Defect 1, as a sequence: a long-lived member with six old restarts that goes unready for a while
+// keeps its ID and its data.
+func TestSequenceOldRestartsKeepData(t *testing.T) {
+	w := formedWorld(t, 3, "")
+	before := ids(w)
+	w.member("c-1").pod.restarts = 6
+	w.member("c-1").pod.lastTerminated = w.now.Add(-90 * 24 * time.Hour)
+	w.converge(map[int]func(*world){1: stall("c-1", 12)})
+	w.assertConverged()
+	if ids(w)["c-1"] != before["c-1"] {
+		t.Errorf("c-1 was replaced for old restarts: %v -> %v", before, ids(w))
+	}
+	if len(w.touched()) != 0 {
+		t.Errorf("touched %s", names(w.touched()))
+	}
+}
+
+// Defect 3: a removal waiting for a healthy cluster never keeps the repair that heals it from
+// running, with or without the operator dying mid-step.
+func TestSequenceRemovalWaitsForRepair(t *testing.T) {
+	for _, crashRate := range []float64{0, 0.3} {
+		t.Run("pvc Pod lost while a scale-down waits", func(t *testing.T) {
+			w := formedWorld(t, 3, "")
+			w.crashRate = crashRate
+			before := ids(w)
+			w.converge(map[int]func(*world){1: scaleTo(2), 2: killPod("c-1")})
+			w.assertConverged()
+			if after := ids(w); after["c-0"] != before["c-0"] || after["c-1"] != before["c-1"] {
+				t.Errorf("survivors replaced: %v -> %v", before, after)
+			}
+		})
+		t.Run("memory Pod failed while a scale-down waits", func(t *testing.T) {
+			w := formedWorld(t, 3, memory)
+			w.crashRate = crashRate
+			w.converge(map[int]func(*world){1: scaleTo(2), 2: failPod("c-1")})
+			w.assertConverged()
+		})
+		t.Run("pvc Pod lost while a replacement's removal waits", func(t *testing.T) {
+			w := formedWorld(t, 3, "")
+			w.crashRate = crashRate
+			w.converge(map[int]func(*world){
+				1: func(w *world) { w.member("c-2").phase = v1alpha1.MemberRemoving },
+				2: killPod("c-1"),
+			})
+			w.assertConverged()
+		})
+	}
+}
+
+// Defect 4: a Failed Pod is repaired like a missing one.
+func TestPlanFailedPod(t *testing.T) {
+	failed := func(name string) func(*Facts) {
+		return func(f *Facts) {
+			f.m(name).Pod.Failed, f.m(name).Pod.Ready = true, false
+			f.silence(name)
+		}
+	}
+	runPlanCases(t, []planCase{
+		{name: "pvc: delete the Failed Pod so it is recreated on its PVC", mutate: failed("c-1"),
+			want: want{kind: DeletePod, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Restart}},
+		{name: "pvc: repaired even while a removal waits", mutate: func(f *Facts) {
+			f.setReplicas(2)
+			f.m("c-2").Deleting = true
+			failed("c-1")(f)
+		}, want: want{kind: DeletePod, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Restart}},
+		{name: "memory: replace the member", medium: memory, mutate: failed("c-1"),
+			want: want{kind: RemoveMember, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Replace}},
+		{name: "memory: replaced even while a scale-down's removal waits", medium: memory, mutate: func(f *Facts) {
+			f.setReplicas(2)
+			f.m("c-2").Deleting = true
+			failed("c-1")(f)
+		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Replace}},
+	})
+}
+
+func TestSequenceFailedPod(t *testing.T) {
+	for _, med := range media {
+		w := formedWorld(t, 3, med)
+		before := ids(w)
+		w.converge(map[int]func(*world){1: failPod("c-1")})
+		w.assertConverged()
+		kept := ids(w)["c-1"] == before["c-1"]
+		if kept != (med != memory) {
+			t.Errorf("%s: c-1 kept its ID = %v; a PVC member keeps it, a memory member is replaced", mediumName(med), kept)
+		}
+	}
+}
+
+// Defect 5: the minor-step rule reads what members run, not only what is recorded on them.
+func TestVersionHoldReadsRunningVersions(t *testing.T) {
+	f := healthyFacts(t, 3, "")
+	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.4" })
+	for _, m := range []string{"c-0", "c-1", "c-2"} {
+		f.m(m).Template.Version = "3.6.4" // recorded on every member ...
+		if m != "c-2" {
+			f.m(m).Pod.Template.Version, f.ep(m).Version = "3.6.4", "3.6.4"
+		}
+	}
+	f.Cluster.Spec.Version = "3.7.0" // ... while c-2 still runs 3.5 (its Pod was seen late)
+	d := Plan(f)
+	if d.Action.Kind == AdoptSpec || !strings.Contains(d.AdoptionRefused, "c-2") {
+		t.Fatalf("adopted 3.7.0 while c-2 runs 3.5.17: %s; refused: %q", d.Action, d.AdoptionRefused)
+	}
+	f.m("c-2").Pod.Template.Version = "3.6.4" // the Pod is current, but etcd still reports 3.5
+	if d := Plan(f); d.Action.Kind == AdoptSpec || !strings.Contains(d.AdoptionRefused, "runs 3.5.17") {
+		t.Fatalf("adopted 3.7.0 while c-2's etcd reports 3.5.17: %s", d.Action)
+	}
+	f.ep("c-2").Version = "3.6.4"
+	if d := Plan(f); d.Action.Kind != AdoptSpec {
+		t.Fatalf("every member runs 3.6: 3.7.0 must be adopted, got %s (%s)", d.Action, d.AdoptionRefused)
+	}
+}
+
+// Defect 6: every step in flight is timed, not only those that change a member's phase.
+func TestSequenceProgressDeadlineTimesEveryStep(t *testing.T) {
+	exceeded := func(t *testing.T, w *world, hooks map[int]func(*world)) {
+		t.Helper()
+		w.liveness = false // the steps are stuck on purpose
+		seen := false
+		w.check = func(w *world) { seen = seen || w.last.DeadlineExceeded }
+		w.run(90, hooks)
+		if len(w.errs) > 0 {
+			t.Fatalf("violations: %v\n%s", w.errs, w.tail(20))
+		}
+		if !seen {
+			t.Errorf("a step stuck for 15 minutes never exceeded the 600s deadline\n%s", w.tail(12))
+		}
+	}
+	t.Run("pvc roll: the restarted member never comes back", func(t *testing.T) {
+		w := formedWorld(t, 3, "")
+		exceeded(t, w, map[int]func(*world){1: both(changeResources("1"), func(w *world) { w.unschedulable["c-2"] = true })})
+	})
+	t.Run("scale step: the new member cannot be scheduled", func(t *testing.T) {
+		w := formedWorld(t, 3, "")
+		w.unschedulable["c-3"] = true
+		exceeded(t, w, map[int]func(*world){1: scaleTo(4)})
+	})
+	t.Run("expansion: the volume does not grow", func(t *testing.T) {
+		w := formedWorld(t, 3, "")
+		w.growPaused = true
+		exceeded(t, w, map[int]func(*world){1: func(w *world) { w.cluster.Spec.Storage.Size = quantity("8Gi") }})
+	})
+	t.Run("a settled cluster has no step and no deadline", func(t *testing.T) {
+		w := formedWorld(t, 3, "")
+		w.run(90, nil)
+		if w.last.DeadlineExceeded || w.cluster.Status.LastStep != nil {
+			t.Errorf("settled: deadline %v, lastStep %+v", w.last.DeadlineExceeded, w.cluster.Status.LastStep)
+		}
+	})
+}
+
+// Defect 7: updated means the running Pod carries the target and the volume has its size.
+func TestUpdatedMeansRunning(t *testing.T) {
+	f := healthyFacts(t, 3, "")
+	f.retarget(cpu("1"))
+	cpu("1")(&f.m("c-2").Template) // recorded, but the Pod still runs the old template
+	d := Plan(f)
+	if d.UpdatedMembers != 0 || d.Members[2].Updated {
+		t.Errorf("a template recorded before its Pod runs it counts as updated: %d, %+v", d.UpdatedMembers, d.Members[2])
+	}
+	g := healthyFacts(t, 3, "")
+	size := resource.MustParse("8Gi")
+	g.retarget(func(t *v1alpha1.MemberTemplate) { t.Storage.Size = &size })
+	for _, m := range []string{"c-0", "c-1", "c-2"} {
+		g.m(m).Template.Storage.Size = &size
+		g.m(m).PVC.Requested = size // every ExpandPVC done; the volumes have not grown yet
+	}
+	d = Plan(g)
+	if c := d.Condition(ConditionRollingUpdate); c.Status != "True" || d.UpdatedMembers != 0 {
+		t.Errorf("capacity still growing: RollingUpdate %s %s, updated %d", c.Status, c.Reason, d.UpdatedMembers)
+	}
+}

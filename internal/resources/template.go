@@ -1,0 +1,39 @@
+package resources
+
+import (
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// AnnotationTemplate on a member Pod holds the member template the Pod was built from (JSON). A
+// template is recorded on the EtcdMember before its Pod is created, so the record alone cannot say
+// what runs: status counts a member as updated, and the version step rule reads a member's version,
+// from the Pod itself. Pod metadata is patched in place and left out.
+const AnnotationTemplate = "etcd.steward.dev/template"
+
+func templateAnnotation(t *stewardv1.MemberTemplate) string {
+	c := t.DeepCopy()
+	c.PodMetadata = stewardv1.PodMetadata{}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "" // a MemberTemplate always marshals; an empty value reads back as "unknown"
+	}
+	return string(b)
+}
+
+// PodTemplate returns the member template a Pod was built from, or nil when the Pod does not say
+// (built by an older Steward) or says something unreadable.
+func PodTemplate(p *corev1.Pod) *stewardv1.MemberTemplate {
+	s, ok := p.Annotations[AnnotationTemplate]
+	if !ok || s == "" {
+		return nil
+	}
+	var t stewardv1.MemberTemplate
+	if err := json.Unmarshal([]byte(s), &t); err != nil {
+		return nil
+	}
+	return &t
+}
