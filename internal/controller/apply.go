@@ -44,7 +44,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 				return err
 			}
 		}
-		d := disruption.New(effects{r: r, o: o, ns: ec.Namespace})
+		d := disruption.New(effects{r: r, o: o, ec: ec})
 		return d.Do(ctx, o.facts.DisruptionView(), *a.Disruption)
 	}
 	switch a.Kind {

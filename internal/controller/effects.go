@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -16,7 +19,18 @@ import (
 type effects struct {
 	r  *EtcdClusterReconciler
 	o  *observed
-	ns string
+	ec *stewardv1.EtcdCluster
+}
+
+// Refresh reads etcd again (member list, every endpoint's status, reads) over this reconcile's
+// Kubernetes facts, for the Disrupter's second check before an irreversible step.
+func (e effects) Refresh(ctx context.Context) (disruption.Cluster, error) {
+	f := e.o.facts
+	f.Etcd = e.r.etcdFacts(ctx, e.ec, e.o)
+	if !f.Etcd.MemberListKnown() {
+		return disruption.Cluster{}, errors.New(f.Etcd.MemberListErr)
+	}
+	return f.DisruptionView(), nil
 }
 
 func (e effects) DeletePod(ctx context.Context, member string) error {

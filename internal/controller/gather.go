@@ -88,6 +88,7 @@ func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCl
 	}
 	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })
 	f.Etcd = r.etcdFacts(ctx, ec, o)
+	f.EtcdClusterID = o.clusterID
 	o.facts = f
 	return o, nil
 }
@@ -206,7 +207,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		eps = append(eps, ep)
 	}
 	for i, s := range c.Statuses(ctx, eps) {
-		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID,
+		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
 			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors}
 		if e.Reachable && !s.IsLearner {
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil

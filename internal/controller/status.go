@@ -24,8 +24,8 @@ import (
 func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed, d plan.Decision) {
 	s := &ec.Status
 	s.ObservedGeneration = ec.Generation
-	if o.clusterID != "" {
-		s.ClusterID = o.clusterID
+	if s.ClusterID == "" && o.clusterID != "" {
+		s.ClusterID = o.clusterID // latched once: a different ID later holds everything (plan.identity)
 	}
 	s.Members = d.Members
 	s.Replicas = int32(len(o.members))

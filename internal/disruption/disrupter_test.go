@@ -130,3 +130,50 @@ func TestDisrupterWrapsEffectErrors(t *testing.T) {
 		t.Errorf("an effect's failure must not look like a refusal")
 	}
 }
+
+// refresher is a recorder that reads the cluster again: what it returns is what changed in between.
+type refresher struct {
+	recorder
+	fresh Cluster
+	err   error
+	reads int
+}
+
+func (r *refresher) Refresh(context.Context) (Cluster, error) {
+	r.reads++
+	return r.fresh, r.err
+}
+
+// TestDisrupterReadsAgainBeforeIrreversibleSteps: removing a member or deleting data is checked
+// once more on a fresh read; a Pod restart is not (it can be undone by recreating the Pod).
+func TestDisrupterReadsAgainBeforeIrreversibleSteps(t *testing.T) {
+	ctx := context.Background()
+	worse := cluster(3)
+	worse.Members[1].PodReady = false // c-1 went down since the plan's read
+	for _, k := range []Kind{Remove, Replace} {
+		rf := &refresher{fresh: worse}
+		err := New(rf).Do(ctx, cluster(3), Request{Kind: k, Victim: "c-2"})
+		if err == nil || len(rf.calls) != 0 || rf.reads != 1 {
+			t.Errorf("%s: err %v, calls %v, reads %d: the fresh read must stop it", k, err, rf.calls, rf.reads)
+		}
+	}
+	rf := &refresher{fresh: cluster(3), err: errors.New("etcdserver: request timed out")}
+	if err := New(rf).Do(ctx, cluster(3), Request{Kind: Remove, Victim: "c-2"}); err == nil || len(rf.calls) != 0 {
+		t.Errorf("a failed fresh read must stop the removal: %v %v", err, rf.calls)
+	}
+	gone := cluster(3)
+	gone.Members[2].Voter, gone.Members[2].ID = false, 0
+	rf = &refresher{fresh: gone}
+	if err := New(rf).Do(ctx, gone, Request{Kind: DeleteData, Victim: "c-2"}); err != nil || len(rf.calls) != 1 || rf.reads != 1 {
+		t.Errorf("data of a member etcd no longer lists: %v %v reads %d", err, rf.calls, rf.reads)
+	}
+	stillListed := cluster(3)
+	rf = &refresher{fresh: stillListed}
+	if err := New(rf).Do(ctx, gone, Request{Kind: DeleteData, Victim: "c-2"}); err == nil || len(rf.calls) != 0 {
+		t.Errorf("data of a member the fresh list shows again must stay: %v %v", err, rf.calls)
+	}
+	rf = &refresher{fresh: worse}
+	if err := New(rf).Do(ctx, cluster(3), Request{Kind: Restart, Victim: "c-2"}); err != nil || rf.reads != 0 {
+		t.Errorf("a restart needs no second read: %v reads %d", err, rf.reads)
+	}
+}

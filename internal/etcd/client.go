@@ -37,6 +37,7 @@ func IDString(id uint64) string { return fmt.Sprintf("%x", id) }
 type EndpointStatus struct {
 	Endpoint     string
 	MemberID     uint64
+	ClusterID    uint64
 	Leader       uint64
 	RaftIndex    uint64
 	AppliedIndex uint64

@@ -25,7 +25,7 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 		s.Err = err
 		return s
 	}
-	s.MemberID = resp.Header.MemberId
+	s.MemberID, s.ClusterID = resp.Header.MemberId, resp.Header.ClusterId
 	s.Leader = resp.Leader
 	s.RaftIndex = resp.RaftIndex
 	s.AppliedIndex = resp.RaftAppliedIndex

@@ -30,6 +30,8 @@ type Endpoint struct {
 	Healthy bool
 	// MemberID is the ID of the member that answered (from the response header).
 	MemberID uint64
+	// ClusterID is the ID of the cluster the answering member belongs to (from the header).
+	ClusterID uint64
 	// LeaderID is the leader this member believes in; 0 when it knows none.
 	LeaderID uint64
 	// AppliedIndex is the member's raft applied index.

@@ -51,6 +51,11 @@ func (v *view) bootstrap() (Action, bool) {
 		}
 		return act(BootstrapSeed, seed.Name, ReasonBootstrapping,
 			"starting seed %s with --initial-cluster-state=new", seed.Name), true
+	case seed.Pod.Failed && !seed.Pod.Deleting:
+		// Evicted or rejected before the cluster formed: nothing is lost by rebuilding it.
+		a, _ := v.disrupt(act(DeletePod, seed.Name, ReasonPodFailed, "deleting seed %s's Failed Pod to start it again", seed.Name),
+			disruption.Restart)
+		return a, true
 	case seed.Pod.Unschedulable || seed.Pod.Phase == corev1.PodPending:
 		if a, ok := v.rebuildUnstartedSeed(seed); ok {
 			return a, true

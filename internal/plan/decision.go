@@ -148,3 +148,9 @@ func (d Decision) Condition(t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+// Reasons of the hardening pass (issue 10).
+const (
+	// ReasonPodStuckTerminating: a member's Pod has been terminating past Limits.StuckTerminating.
+	ReasonPodStuckTerminating Reason = "PodStuckTerminating"
+)

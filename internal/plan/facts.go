@@ -35,6 +35,8 @@ type Facts struct {
 	Members []Member
 	// Etcd is what etcd said in this reconcile: member list, endpoint statuses, reads.
 	Etcd health.Facts
+	// EtcdClusterID is the cluster ID (hex) the member list came with; "" when it was not read.
+	EtcdClusterID string
 	// Now is the time of this reconcile. The step clock (progressDeadlineSeconds) comes from
 	// Cluster.Status.LastStep and the members' PhaseSince, never from the controller's memory.
 	Now time.Time

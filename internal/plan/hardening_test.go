@@ -9,6 +9,7 @@ import (
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/health"
 )
 
 // Issue 10: the faults the first tests did not model. Each test names the defect it covers.
@@ -232,5 +233,47 @@ func TestUpdatedMeansRunning(t *testing.T) {
 	d = Plan(g)
 	if c := d.Condition(ConditionRollingUpdate); c.Status != "True" || d.UpdatedMembers != 0 {
 		t.Errorf("capacity still growing: RollingUpdate %s %s, updated %d", c.Status, c.Reason, d.UpdatedMembers)
+	}
+}
+
+// Risks closed: a Pod stuck terminating is named with the command a human runs; a Failed seed is
+// rebuilt; etcd answering as another cluster or member holds everything.
+func TestPlanHardeningRisks(t *testing.T) {
+	terminating := func(ago time.Duration) func(*Facts) {
+		return func(f *Facts) {
+			p := &f.m("c-1").Pod
+			p.Deleting, p.Ready, p.DeletingSince = true, false, f.Now.Add(-ago)
+			f.silence("c-1")
+		}
+	}
+	runPlanCases(t, []planCase{
+		{name: "Pod terminating briefly: wait", mutate: terminating(time.Minute),
+			want: want{kind: Wait, reason: ReasonPodTerminating}},
+		{name: "Pod stuck terminating: say so, with the command, never force", mutate: terminating(20 * time.Minute),
+			want: want{kind: Wait, reason: ReasonPodStuckTerminating, message: "kubectl delete pod c-1 -n ns --grace-period=0 --force"}},
+		{name: "a Failed seed is rebuilt", mutate: func(f *Facts) {
+			f.Members, f.Etcd = nil, health.Facts{MemberListErr: "connection refused"}
+			f.Cluster.Status.ClusterID = ""
+			f.newMember(0, v1alpha1.MemberPending).Pod = Pod{Exists: true, Failed: true}
+		}, want: want{kind: DeletePod, member: "c-0", reason: ReasonPodFailed, disruption: disruption.Restart}},
+		{name: "the member list comes from another cluster: hold", mutate: func(f *Facts) {
+			f.EtcdClusterID = "beef"
+			f.podGone("c-1")
+		}, want: want{kind: Wait, reason: ReasonWrongCluster, message: "beef"}},
+		{name: "an endpoint answers as another cluster: hold", mutate: func(f *Facts) {
+			f.ep("c-2").ClusterID = 0xbeef
+			f.podGone("c-1")
+		}, want: want{kind: Wait, reason: ReasonWrongCluster, message: "c-2"}},
+		{name: "an endpoint answers as another member: hold", mutate: func(f *Facts) {
+			f.ep("c-2").MemberID = 0x777
+			f.crashing("c-1", 9, "Error")
+		}, want: want{kind: Wait, reason: ReasonWrongCluster, message: "777"}},
+	})
+	d := planFor(t, 3, "", terminating(20*time.Minute))
+	if c := d.Condition(ConditionDegraded); c.Reason != string(ReasonPodStuckTerminating) {
+		t.Errorf("Degraded = %+v", c)
+	}
+	if c := d.Condition(ConditionProgressing); c.Status != "False" {
+		t.Errorf("a Pod stuck on a lost node is not progress: %+v", c)
 	}
 }

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"time"
+
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
@@ -15,7 +17,7 @@ func (v *view) halfDone() (Action, bool) {
 	}
 	for _, m := range v.members {
 		if m.inEtcd() && m.Pod.Exists && m.Pod.Deleting {
-			return wait(ReasonPodTerminating, "waiting for %s's Pod to terminate", m.Name), true
+			return v.terminating(m), true
 		}
 	}
 	return Action{}, false
@@ -176,7 +178,7 @@ func (v *view) waitingRemoval() (Action, bool) {
 func (v *view) cleanUp(m *memberView) Action {
 	switch {
 	case m.Pod.Exists && m.Pod.Deleting:
-		return wait(ReasonPodTerminating, "waiting for %s's Pod to terminate", m.Name)
+		return v.terminating(m)
 	case m.Pod.Exists:
 		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonCleaningUp, "deleting the Pod of removed member %s", m.Name),
 			disruption.Restart)
@@ -214,4 +216,19 @@ func (v *view) removeOrphan(o health.Member) Action {
 		"member %x (%s) is in etcd but no EtcdMember claims it; removing it", o.ID, o.Name), disruption.Remove)
 	a.MemberID = o.ID
 	return a
+}
+
+// terminating waits for a member's Pod to go. A Pod stuck terminating (its node lost) blocks every
+// step, and Steward never force-deletes it on a guess: a kubelet that is only cut off may still run
+// etcd on the member's data. After a bounded time the wait says so, with the command a human runs
+// once they have confirmed the node is gone.
+func (v *view) terminating(m *memberView) Action {
+	since := m.Pod.DeletingSince
+	if !v.olderThan(since, v.lim.StuckTerminating) {
+		return wait(ReasonPodTerminating, "waiting for %s's Pod to terminate", m.Name)
+	}
+	return wait(ReasonPodStuckTerminating, "%s's Pod has been terminating for %s: its node may be lost. Steward never "+
+		"force-deletes it; once you have confirmed the node is down (or its kubelet stopped), run: "+
+		"kubectl delete pod %s -n %s --grace-period=0 --force", m.Name, v.f.Now.Sub(since).Round(time.Second),
+		m.Name, v.f.Cluster.Namespace)
 }

@@ -34,6 +34,7 @@ func (v *view) decide() Action {
 	steps := []step{
 		v.clusterDeleting,
 		v.initialTarget,
+		v.identity,
 		v.bootstrap,
 		v.dormant,
 		v.quorumLost,

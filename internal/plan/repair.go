@@ -92,7 +92,7 @@ func (v *view) pending() (Action, bool) {
 func (v *view) pendingLeftovers(m *memberView) (Action, bool) {
 	switch {
 	case m.Pod.Exists && m.Pod.Deleting:
-		return wait(ReasonPodTerminating, "waiting for %s's old Pod to go", m.Name), true
+		return v.terminating(m), true
 	case m.Pod.Exists:
 		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonCleaningUp, "deleting a leftover Pod of %s", m.Name), disruption.Restart)
 		return a, true

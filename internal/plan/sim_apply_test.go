@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -191,6 +192,15 @@ func (w *world) disrupt(f Facts, a Action) {
 type effects struct {
 	w *world
 	a Action
+}
+
+// Refresh is the controller's second live read before an irreversible step: the world as it is now.
+func (x effects) Refresh(context.Context) (disruption.Cluster, error) {
+	f := x.w.facts()
+	if !f.Etcd.MemberListKnown() {
+		return disruption.Cluster{}, errors.New(f.Etcd.MemberListErr)
+	}
+	return f.DisruptionView(), nil
 }
 
 func (x effects) DeletePod(_ context.Context, name string) error {

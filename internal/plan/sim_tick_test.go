@@ -136,6 +136,9 @@ func (w *world) facts() Facts {
 		f.Members = append(f.Members, w.memberFacts(m))
 	}
 	f.Etcd = w.etcdFacts()
+	if f.Etcd.MemberListKnown() && len(w.etcd) > 0 {
+		f.EtcdClusterID = "c1"
+	}
 	return f
 }
 

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,7 +159,8 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 }
 
 // stalled are waits that only the user or the outside world can end: nothing is progressing.
-var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true}
+var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true,
+	ReasonPodStuckTerminating: true, ReasonWrongCluster: true}
 
 // degraded names every member that is not a healthy voter, and why.
 func (v *view) degraded() metav1.Condition {
@@ -179,6 +181,11 @@ func (v *view) degraded() metav1.Condition {
 			// Not created in etcd yet: progress, not damage.
 		case !m.Pod.Exists:
 			add(ReasonPodMissing, m.Name, "Pod missing")
+		case m.Pod.Failed:
+			add(ReasonPodFailed, m.Name, "Pod Failed (evicted or rejected by its node); it is recreated")
+		case m.Pod.Deleting && v.olderThan(m.Pod.DeletingSince, v.lim.StuckTerminating):
+			add(ReasonPodStuckTerminating, m.Name, fmt.Sprintf("Pod terminating for %s; its node may be lost",
+				v.f.Now.Sub(m.Pod.DeletingSince).Round(time.Second)))
 		case v.oomLooping(m):
 			add(ReasonOOMKilled, m.Name, fmt.Sprintf("OOM-killed %d times; raise resources.limits.memory", m.Pod.RestartCount))
 		case v.crashLooping(m):
