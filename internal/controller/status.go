@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -69,16 +69,17 @@ func versionCondition(ec *stewardv1.EtcdCluster, planWarning string) metav1.Cond
 	return c
 }
 
-// imageTag is the tag of an image reference ("" for a digest-only or untagged reference).
+// imageTag is the tag of an image reference ("" for a digest-only, untagged or unparseable
+// reference), as github.com/distribution/reference reads it.
 func imageTag(ref string) string {
-	if i := strings.LastIndex(ref, "@"); i >= 0 {
-		ref = ref[:i]
-	}
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i:], "/") {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
 		return ""
 	}
-	return ref[i+1:]
+	if t, ok := named.(reference.Tagged); ok {
+		return t.Tag()
+	}
+	return ""
 }
 
 func wasDeadlineExceeded(ec *stewardv1.EtcdCluster) bool {

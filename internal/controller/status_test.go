@@ -10,12 +10,13 @@ import (
 
 func TestImageTag(t *testing.T) {
 	for ref, want := range map[string]string{
-		"gcr.io/etcd-development/etcd:v3.6.16": "v3.6.16",
-		"registry.local:5000/etcd":             "",
-		"registry.local:5000/etcd:3.6.16":      "3.6.16",
-		"etcd@sha256:abc":                      "",
-		"etcd:custom@sha256:abc":               "custom",
-		"etcd":                                 "",
+		"gcr.io/etcd-development/etcd:v3.6.16":                                                "v3.6.16",
+		"registry.local:5000/etcd":                                                            "",
+		"registry.local:5000/etcd:3.6.16":                                                     "3.6.16",
+		"etcd@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":        "",
+		"etcd:custom@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": "custom",
+		"etcd":             "",
+		"Not A Reference:": "",
 	} {
 		if got := imageTag(ref); got != want {
 			t.Errorf("imageTag(%q) = %q, want %q", ref, got, want)

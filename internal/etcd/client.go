@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -184,7 +184,7 @@ func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Memb
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	resp, err := c.c.MemberAddAsLearner(ctx, []string{peerURL})
-	if err != nil && strings.Contains(err.Error(), "unhealthy cluster") {
+	if errors.Is(err, rpctypes.ErrUnhealthy) {
 		return Member{}, nil, ErrClusterNotSettled
 	}
 	if err != nil {
@@ -202,7 +202,7 @@ func (c *Client) Promote(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	_, err := c.c.MemberPromote(ctx, id)
-	if err != nil && strings.Contains(err.Error(), "can only promote a learner member which is in sync with leader") {
+	if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
 		return ErrLearnerNotReady
 	}
 	if err != nil {
@@ -216,7 +216,7 @@ func (c *Client) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	_, err := c.c.MemberRemove(ctx, id)
-	if err == nil || strings.Contains(err.Error(), "member not found") {
+	if err == nil || errors.Is(err, rpctypes.ErrMemberNotFound) {
 		return nil
 	}
 	// A removal is done when the member is gone, whatever the answer said: the request may have
@@ -225,7 +225,7 @@ func (c *Client) Remove(ctx context.Context, id uint64) error {
 	if members, _, lerr := c.MemberList(ctx); lerr == nil && !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
 		return nil
 	}
-	if strings.Contains(err.Error(), "unhealthy cluster") {
+	if errors.Is(err, rpctypes.ErrUnhealthy) {
 		return ErrClusterNotSettled
 	}
 	return fmt.Errorf("removing %s: %w", IDString(id), err)

@@ -3,6 +3,8 @@ package plan
 import (
 	"strconv"
 	"strings"
+
+	"golang.org/x/mod/semver"
 )
 
 // VersionStep classifies a change of etcd version.
@@ -30,6 +32,7 @@ func (s VersionStep) Allowed() bool {
 
 // ClassifyVersion classifies the change from one version to another. A leading "v" and a
 // pre-release or build suffix are tolerated (etcd reports "3.6.0-rc.1"); only the numbers count.
+// Parsing is golang.org/x/mod/semver's.
 func ClassifyVersion(from, to string) VersionStep {
 	a, okA := parseVersion(from)
 	b, okB := parseVersion(to)
@@ -53,19 +56,21 @@ func ClassifyVersion(from, to string) VersionStep {
 	return StepSkippedMinor
 }
 
+// parseVersion reads major, minor and patch of a full X.Y.Z version (semver's shorthands such as
+// "3.6" are not versions etcd reports, and are refused).
 func parseVersion(s string) ([3]int, bool) {
 	var v [3]int
-	s = strings.TrimPrefix(s, "v")
-	if i := strings.IndexAny(s, "-+"); i >= 0 {
-		s = s[:i]
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 3 {
+	c := "v" + strings.TrimPrefix(s, "v")
+	if !semver.IsValid(c) {
 		return v, false
 	}
-	for i, p := range parts {
+	core := strings.TrimSuffix(strings.TrimSuffix(c, semver.Build(c)), semver.Prerelease(c))
+	if strings.Count(core, ".") != 2 {
+		return v, false
+	}
+	for i, p := range strings.SplitN(strings.TrimPrefix(core, "v"), ".", 3) {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || p == "" {
+		if err != nil {
 			return v, false
 		}
 		v[i] = n
