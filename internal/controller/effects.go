@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,15 +21,15 @@ type effects struct {
 	ec *stewardv1.EtcdCluster
 }
 
-// Refresh reads etcd again (member list, every endpoint's status, reads) over this reconcile's
-// Kubernetes facts, for the Disrupter's second check before an irreversible step.
+// Refresh reads everything again, past the cache: members, Pods and PVCs from the API server, and
+// etcd's member list, statuses and reads, for the Disrupter's second check right before it acts.
 func (e effects) Refresh(ctx context.Context) (disruption.Cluster, error) {
-	f := e.o.facts
-	f.Etcd = e.r.etcdFacts(ctx, e.ec, e.o)
-	if !f.Etcd.MemberListKnown() {
-		return disruption.Cluster{}, errors.New(f.Etcd.MemberListErr)
+	o, err := e.r.gatherFrom(ctx, e.r.reader(), e.ec)
+	if err != nil {
+		return disruption.Cluster{}, err
 	}
-	return f.DisruptionView(), nil
+	// An unreadable member list is a fact too: Check refuses what it cannot prove without one.
+	return o.facts.DisruptionView(), nil
 }
 
 func (e effects) DeletePod(ctx context.Context, member string) error {

@@ -40,21 +40,28 @@ type observed struct {
 
 // gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.
 func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCluster) (*observed, error) {
+	return r.gatherFrom(ctx, r.Client, ec)
+}
+
+// gatherFrom is gather over a given reader: the cache for planning, the API server itself for the
+// Disrupter's second look before it disrupts a member (a cache that has not seen a Pod deletion
+// yet must not let a second one through).
+func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Reader, ec *stewardv1.EtcdCluster) (*observed, error) {
 	o := &observed{members: map[string]*stewardv1.EtcdMember{}, pods: map[string]*corev1.Pod{},
 		pvcs: map[string]*corev1.PersistentVolumeClaim{}, endpoints: map[string]string{}}
 	sel := client.MatchingLabels{resources.LabelCluster: ec.Name}
 	ns := client.InNamespace(ec.Namespace)
 
 	var members stewardv1.EtcdMemberList
-	if err := r.Client.List(ctx, &members, ns); err != nil {
+	if err := kube.List(ctx, &members, ns); err != nil {
 		return nil, err
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, ns, sel); err != nil {
+	if err := kube.List(ctx, &pods, ns, sel); err != nil {
 		return nil, err
 	}
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := r.Client.List(ctx, &pvcs, ns, sel); err != nil {
+	if err := kube.List(ctx, &pvcs, ns, sel); err != nil {
 		return nil, err
 	}
 	for i := range pods.Items {
@@ -63,7 +70,7 @@ func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCl
 	for i := range pvcs.Items {
 		o.pvcs[pvcs.Items[i].Name] = &pvcs.Items[i]
 	}
-	resizable := r.resizable(ctx, ec)
+	resizable := r.resizable(ctx, kube, ec)
 
 	f := plan.Facts{Cluster: ec, Now: r.now()}
 	for i := range members.Items {
@@ -146,13 +153,13 @@ func pvcFacts(p *corev1.PersistentVolumeClaim, ec *stewardv1.EtcdCluster, resiza
 
 // resizable says whether the cluster's StorageClass allows volume expansion; unknown counts as no,
 // so Steward never patches a PVC the class would refuse.
-func (r *EtcdClusterReconciler) resizable(ctx context.Context, ec *stewardv1.EtcdCluster) bool {
+func (r *EtcdClusterReconciler) resizable(ctx context.Context, kube client.Reader, ec *stewardv1.EtcdCluster) bool {
 	name := ""
 	if ec.Spec.Storage.StorageClassName != nil {
 		name = *ec.Spec.Storage.StorageClassName
 	}
 	var classes storagev1.StorageClassList
-	if err := r.Client.List(ctx, &classes); err != nil {
+	if err := kube.List(ctx, &classes); err != nil {
 		return false
 	}
 	for _, sc := range classes.Items {

@@ -16,16 +16,13 @@ type Effects interface {
 	DeletePVC(ctx context.Context, member string) error
 }
 
-// Refresher is implemented by Effects that can read the cluster again, live. Before an
-// irreversible step (removing a member from etcd, deleting its data) the Disrupter checks once more
-// on a fresh read: the facts the plan used may be seconds old, and a member that came back, or
-// another that went down, in between must stop the step.
+// Refresher is implemented by Effects that can read the cluster again, live, past any cache.
+// Before it acts the Disrupter checks once more on a fresh read: the facts the plan used come
+// partly from an informer cache that may not have seen a Pod deletion yet, and may be seconds old;
+// a member that went down in between must stop the step.
 type Refresher interface {
 	Refresh(ctx context.Context) (Cluster, error)
 }
-
-// irreversible kinds cannot be undone by recreating a Pod.
-func irreversible(k Kind) bool { return k == Remove || k == Replace || k == DeleteData }
 
 // Disrupter is the only way to disrupt a member. Each call re-runs Check on the facts it is given
 // (read in the same reconcile, just before) and calls the effect only if Check passes.
@@ -42,10 +39,10 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 	if err := Check(c, r); err != nil {
 		return err
 	}
-	if rf, ok := d.effects.(Refresher); ok && irreversible(r.Kind) {
+	if rf, ok := d.effects.(Refresher); ok {
 		fresh, err := rf.Refresh(ctx)
 		if err != nil {
-			return fmt.Errorf("%s of %s: reading the cluster again before an irreversible step: %w", r.Kind, r.Victim, err)
+			return fmt.Errorf("%s of %s: reading the cluster again: %w", r.Kind, r.Victim, err)
 		}
 		if err := Check(fresh, r); err != nil {
 			return err

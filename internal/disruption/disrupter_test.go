@@ -144,9 +144,9 @@ func (r *refresher) Refresh(context.Context) (Cluster, error) {
 	return r.fresh, r.err
 }
 
-// TestDisrupterReadsAgainBeforeIrreversibleSteps: removing a member or deleting data is checked
-// once more on a fresh read; a Pod restart is not (it can be undone by recreating the Pod).
-func TestDisrupterReadsAgainBeforeIrreversibleSteps(t *testing.T) {
+// TestDisrupterReadsAgain: every disruption is checked once more on a fresh read, and a failed
+// read stops it.
+func TestDisrupterReadsAgain(t *testing.T) {
 	ctx := context.Background()
 	worse := cluster(3)
 	worse.Members[1].PodReady = false // c-1 went down since the plan's read
@@ -173,7 +173,11 @@ func TestDisrupterReadsAgainBeforeIrreversibleSteps(t *testing.T) {
 		t.Errorf("data of a member the fresh list shows again must stay: %v %v", err, rf.calls)
 	}
 	rf = &refresher{fresh: worse}
-	if err := New(rf).Do(ctx, cluster(3), Request{Kind: Restart, Victim: "c-2"}); err != nil || rf.reads != 0 {
-		t.Errorf("a restart needs no second read: %v reads %d", err, rf.reads)
+	if err := New(rf).Do(ctx, cluster(3), Request{Kind: Restart, Victim: "c-2"}); err == nil || len(rf.calls) != 0 {
+		t.Errorf("a restart is checked on the fresh read too (a cache that missed a deletion): %v %v", err, rf.calls)
+	}
+	rf = &refresher{fresh: cluster(3)}
+	if err := New(rf).Do(ctx, cluster(3), Request{Kind: Restart, Victim: "c-2"}); err != nil || len(rf.calls) != 1 {
+		t.Errorf("nothing changed: the restart goes ahead: %v %v", err, rf.calls)
 	}
 }

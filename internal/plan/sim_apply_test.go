@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"errors"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -38,7 +37,7 @@ func (w *world) apply(f Facts, a Action) {
 	m := w.member(a.Member)
 	needMember := a.Kind != AdoptSpec && a.Kind != CreateMember && a.Kind != RemoveMember && a.Kind != MoveLeader
 	if needMember && m == nil {
-		w.violate("%s names unknown member %q", a.Kind, a.Member)
+		w.staleOr("%s names unknown member %q", a.Kind, a.Member) // NotFound from the API server
 		return
 	}
 	switch a.Kind {
@@ -46,7 +45,7 @@ func (w *world) apply(f Facts, a Action) {
 		w.cluster.Status.Observed = w.cluster.Spec.MemberTemplate.DeepCopy()
 	case CreateMember:
 		if w.member(a.Member) != nil {
-			w.violate("CreateMember %s: it exists", a.Member)
+			w.staleOr("CreateMember %s: it exists", a.Member) // the API server answers AlreadyExists
 			return
 		}
 		w.members = append(w.members, &wMember{name: a.Member, ordinal: a.Ordinal, phase: v1alpha1.MemberPending, template: w.observed()})
@@ -57,7 +56,7 @@ func (w *world) apply(f Facts, a Action) {
 		}
 		m.template = w.observed()
 		w.ensurePVC(m)
-		m.pod = &wPod{template: m.template, bootstrap: true}
+		m.pod = &wPod{template: m.template, bootstrap: true, uid: w.newUID()}
 	case AddLearner:
 		w.addLearner(m, crash, early)
 	case CreatePod:
@@ -66,10 +65,12 @@ func (w *world) apply(f Facts, a Action) {
 			return
 		}
 		if m.pod != nil {
-			w.violate("CreatePod %s: a Pod exists", m.name)
+			// The template is recorded first; the create meets AlreadyExists: the old Pod runs on.
+			w.staleOr("CreatePod %s: a Pod exists", m.name)
+			return
 		}
 		w.ensurePVC(m)
-		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name]}
+		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name], uid: w.newUID()}
 		w.events = append(w.events, event{step: w.step, kind: CreatePod, member: m.name, ordinal: m.ordinal, reason: a.Reason})
 	case PromoteLearner:
 		w.promote(m, a, crash)
@@ -100,6 +101,10 @@ func (w *world) applyObject(m *wMember, a Action) {
 		}
 		m.phase, m.id, m.template = v1alpha1.MemberPending, "", w.observed()
 	case DeleteMember:
+		if m.deleting {
+			w.staleOr("DeleteMember %s: it is being deleted", m.name) // a second delete changes nothing
+			return
+		}
 		w.events = append(w.events, event{step: w.step, kind: DeleteMember, member: m.name, ordinal: m.ordinal, reason: a.Reason})
 		m.deleting = true
 	case FinalizeMember:
@@ -135,6 +140,16 @@ func (w *world) applyObject(m *wMember, a Action) {
 		m.template.Storage.Size = &size
 	default:
 		w.violate("the simulator does not know action %s", a.Kind)
+	}
+}
+
+// staleOr: an action that only a stale Pod list explains is what the controller meets too (the API
+// server refuses it, nothing changes); without lag it is a planner bug.
+func (w *world) newUID() int { w.nextUID++; return w.nextUID }
+
+func (w *world) staleOr(format string, args ...any) {
+	if w.lag == 0 {
+		w.violate(format, args...)
 	}
 }
 
@@ -196,17 +211,20 @@ type effects struct {
 
 // Refresh is the controller's second live read before an irreversible step: the world as it is now.
 func (x effects) Refresh(context.Context) (disruption.Cluster, error) {
-	f := x.w.facts()
-	if !f.Etcd.MemberListKnown() {
-		return disruption.Cluster{}, errors.New(f.Etcd.MemberListErr)
-	}
+	f := x.w.liveFacts()
 	return f.DisruptionView(), nil
 }
 
 func (x effects) DeletePod(_ context.Context, name string) error {
 	w, m := x.w, x.w.member(name)
 	if m == nil || m.pod == nil {
-		w.violate("DeletePod %s: no Pod", name)
+		w.staleOr("DeletePod %s: no Pod", name) // NotFound
+		return nil
+	}
+	if m.pod.uid != w.seenUIDs[name] || m.pod.deleting > 0 {
+		// Preconditioned on the UID the plan judged: a Pod recreated since is never the one deleted,
+		// and deleting a terminating Pod changes nothing.
+		w.staleOr("DeletePod %s: the Pod the plan judged is gone or terminating", name)
 		return nil
 	}
 	if e := w.entry(m); e != nil && !e.learner {
@@ -250,7 +268,7 @@ func (x effects) DeletePVC(_ context.Context, name string) error {
 	w, m := x.w, x.w.member(name)
 	switch {
 	case m == nil || m.pvc == nil:
-		w.violate("DeletePVC %s: no PVC", name)
+		w.staleOr("DeletePVC %s: no PVC", name) // NotFound
 	case w.entry(m) != nil:
 		w.violate("deleted the data of %s while it is in etcd", name)
 	default:

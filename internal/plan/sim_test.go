@@ -71,6 +71,9 @@ func rolled(w *world) []string {
 	return out
 }
 
+// simLag is the share of steps planned on a stale Pod list (issue 10: the cache lags).
+const simLag = 0.3
+
 // Test_RollingSequences runs whole rollouts, scalings and repairs in the simulator, asserting the
 // brief's invariants at every step (the world checks them as each action lands) and the end state.
 func Test_RollingSequences(t *testing.T) {
@@ -166,6 +169,7 @@ func Test_RollingSequences(t *testing.T) {
 		for _, med := range tt.media {
 			t.Run(fmt.Sprintf("%s/%s", tt.name, mediumName(med)), func(t *testing.T) {
 				w := formedWorld(t, tt.n, med)
+				w.lag = simLag
 				before := ids(w)
 				w.converge(tt.hooks)
 				w.assertConverged()

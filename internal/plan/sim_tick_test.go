@@ -128,8 +128,26 @@ func (w *world) tickEtcd() {
 	}
 }
 
-// facts is what a controller would gather from this world.
+// facts is what a controller would gather from this world: live etcd facts, and Kubernetes facts
+// that, with lag > 0, may come from the previous step (an informer cache that has not caught up).
 func (w *world) facts() Facts {
+	f := w.liveFacts()
+	uids := map[string]int{}
+	for _, m := range w.members {
+		if m.pod != nil {
+			uids[m.name] = m.pod.uid
+		}
+	}
+	if w.lag > 0 && w.staleMembers != nil && w.rng.Float64() < w.lag {
+		f.Members, uids = w.staleMembers, w.staleUIDs
+		w.staleServed++
+	}
+	w.staleMembers, w.staleUIDs, w.seenUIDs = f.Members, uids, uids
+	return f
+}
+
+// liveFacts is what a read past the cache gathers: the world as it is now.
+func (w *world) liveFacts() Facts {
 	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now}
 	for _, m := range w.members {
 		w.observeMember(m)

@@ -43,6 +43,16 @@ type world struct {
 	last    Decision
 	// check runs after every step: a scenario's own invariant.
 	check func(*world)
+	// lag is the chance a step plans on the previous step's Kubernetes facts (a stale cache);
+	// staleMembers are those facts, staleServed counts how often they were used.
+	lag          float64
+	staleMembers []Member
+	staleUIDs    map[string]int
+	staleServed  int
+	// seenUIDs are the Pod UIDs the facts of this step showed: a deletion is preconditioned on
+	// them, as the controller's is; nextUID numbers new Pods.
+	seenUIDs map[string]int
+	nextUID  int
 	// liveness: after every step, a fork of the world healed of the test's faults must find its
 	// way back to healthy (sim_fork_test.go).
 	liveness bool
@@ -78,8 +88,9 @@ type wPod struct {
 	restarts      int32
 	unschedulable bool
 	data          uint64 // memory storage: the member ID whose data the tmpfs holds
-	failed        bool   // phase Failed (evicted): its containers never run again
-	stalled       int    // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
+	uid           int
+	failed        bool // phase Failed (evicted): its containers never run again
+	stalled       int  // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
 	// what the kubelet reports: when the Pod last turned unready, when etcd last exited.
 	notReadySince  time.Time
 	lastTerminated time.Time
