@@ -1,0 +1,29 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/plan"
+)
+
+// Test hooks for the external test package: the controller's real apply and effects, on facts the
+// test sets up in a real API server.
+
+// GatherAndApply gathers like a reconcile and applies the given action.
+func (r *EtcdClusterReconciler) GatherAndApply(ctx context.Context, ec *stewardv1.EtcdCluster, a plan.Action) error {
+	o, err := r.gather(ctx, ec)
+	if err != nil {
+		return err
+	}
+	return r.apply(ctx, ec, o, a)
+}
+
+// DeletePodJudged deletes a member's Pod through the raw effect, as judged from the given Pod
+// object (the one the reconcile read, possibly stale).
+func (r *EtcdClusterReconciler) DeletePodJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod) error {
+	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
+	return effects{r: r, o: o, ec: ec}.DeletePod(ctx, judged.Name)
+}
