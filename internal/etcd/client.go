@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 )
 
 // CallTimeout bounds every etcd call, so one dead member cannot stall a reconcile.
@@ -100,11 +101,18 @@ func (c *Client) Close() error {
 	return c.c.Close()
 }
 
-// endpoint returns the cached client of one member endpoint.
+// endpoint returns the cached client of one member endpoint. A cached connection that failed
+// is woken up first: gRPC backs off its reconnects up to two minutes, so after a member was down
+// for a while (a crash loop, a long restart) every status read would fail for up to two minutes
+// after it came back, and status and the recovery gate would call it down. Steward's reads come
+// every few seconds anyway; each one tries the member for real.
 func (c *Client) endpoint(ep string) (*clientv3.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if one, ok := c.one[ep]; ok {
+		if conn := one.ActiveConnection(); conn.GetState() == connectivity.TransientFailure {
+			conn.ResetConnectBackoff()
+		}
 		return one, nil
 	}
 	one, err := clientv3.New(config([]string{ep}, c.tls, c.c.GetLogger()))

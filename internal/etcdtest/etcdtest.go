@@ -124,6 +124,9 @@ func (c *Cluster) run(m *Member, initialCluster, state string) {
 	go func() { _ = m.cmd.Wait(); _ = logf.Close(); close(m.exited) }()
 }
 
+// Restart starts a killed member again on its own data, at the same addresses.
+func (c *Cluster) Restart(m *Member) { c.run(m, m.Name+"="+m.PeerURL, "existing") }
+
 // Kill stops a member abruptly (SIGKILL), keeping its data directory.
 func (c *Cluster) Kill(m *Member) {
 	if m.cmd == nil || m.cmd.Process == nil {
