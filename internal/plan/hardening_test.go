@@ -80,6 +80,24 @@ func TestSequenceOldRestartsKeepData(t *testing.T) {
 	}
 }
 
+// Defect 1: a member whose etcd answers is never replaced, however long its Pod is unready and
+// however many restarts it has.
+func TestSequenceAnswersButNotReady(t *testing.T) {
+	w := formedWorld(t, 3, "")
+	before := ids(w)
+	w.member("c-1").pod.restarts = 9
+	w.member("c-1").pod.lastTerminated = w.now
+	w.liveness = false // unready until the test says so: no path back before that
+	w.converge(map[int]func(*world){
+		1:  func(w *world) { w.member("c-1").pod.unready = true },
+		60: func(w *world) { w.member("c-1").pod.unready = false },
+	})
+	w.assertConverged()
+	if ids(w)["c-1"] != before["c-1"] || len(w.touched()) != 0 {
+		t.Errorf("a member that answers was touched: %v -> %v, %s", before, ids(w), names(w.touched()))
+	}
+}
+
 // Defect 3: a removal waiting for a healthy cluster never keeps the repair that heals it from
 // running, with or without the operator dying mid-step.
 func TestSequenceRemovalWaitsForRepair(t *testing.T) {

@@ -58,7 +58,7 @@ func (w *world) heal() {
 	for _, m := range w.members {
 		// A Pod of a member already out of etcd keeps failing: etcd refuses a removed member.
 		if p := m.pod; p != nil && w.entry(m) != nil {
-			p.crashing, p.oom, p.unschedulable = false, false, false
+			p.crashing, p.oom, p.unschedulable, p.unready = false, false, false, false
 		}
 	}
 }

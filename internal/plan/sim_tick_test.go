@@ -171,7 +171,7 @@ func (w *world) observeMember(m *wMember) {
 		m.replacing = false
 	}
 	if p := m.pod; p != nil {
-		switch ready := p.running && p.deleting == 0; {
+		switch ready := p.running && p.deleting == 0 && !p.unready; {
 		case ready:
 			p.notReadySince = time.Time{}
 		case p.notReadySince.IsZero():
@@ -184,7 +184,7 @@ func (w *world) memberFacts(m *wMember) Member {
 	fm := Member{Name: m.name, Ordinal: m.ordinal, PeerURL: peerURL(m.name), Phase: m.phase, ID: m.id,
 		Deleting: m.deleting, Template: *m.template.DeepCopy(), Replacing: m.replacing, PhaseSince: m.phaseSince}
 	if p := m.pod; p != nil {
-		fm.Pod = Pod{Exists: true, Ready: p.running && p.deleting == 0, Deleting: p.deleting > 0,
+		fm.Pod = Pod{Exists: true, Ready: p.running && p.deleting == 0 && !p.unready, Deleting: p.deleting > 0,
 			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
 			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy()}

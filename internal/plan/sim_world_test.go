@@ -91,6 +91,7 @@ type wPod struct {
 	uid           int
 	failed        bool // phase Failed (evicted): its containers never run again
 	stalled       int  // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
+	unready       bool // etcd serves, but the readiness probe fails (an alarm, a slow probe)
 	// what the kubelet reports: when the Pod last turned unready, when etcd last exited.
 	notReadySince  time.Time
 	lastTerminated time.Time
