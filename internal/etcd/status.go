@@ -32,7 +32,7 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 	s.RaftTerm = resp.RaftTerm
 	s.Version = resp.Version
 	s.IsLearner = resp.IsLearner
-	s.Errors = resp.Errors
+	s.Errors, s.Alarms = splitErrors(resp.Errors)
 	return s
 }
 

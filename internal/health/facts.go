@@ -25,8 +25,8 @@ type Endpoint struct {
 	Member string
 	// Reachable is true when the Status call answered.
 	Reachable bool
-	// Healthy is true when the member's health probe passed (etcd's own /health semantics: it has a
-	// leader and no alarm blocks it).
+	// Healthy is true when the member answered, knows a leader and reported no error. Alarms do not
+	// count against it: they are cluster-wide facts (Facts.Alarms), not a member being down.
 	Healthy bool
 	// MemberID is the ID of the member that answered (from the response header).
 	MemberID uint64
@@ -36,7 +36,7 @@ type Endpoint struct {
 	AppliedIndex uint64
 	// Version is the etcd server version it reports.
 	Version string
-	// Errors are the errors and alarms the Status call reported (NOSPACE, CORRUPT, ...).
+	// Errors are the errors the Status call reported other than alarms ("etcdserver: no leader").
 	Errors []string
 	// ReadOK is true when a linearizable read through this endpoint succeeded. Learners do not serve
 	// such reads, so it is only meaningful for voters.
@@ -50,6 +50,15 @@ type Facts struct {
 	MemberListErr string
 	Members       []Member
 	Endpoints     []Endpoint
+	// Alarms are the cluster's active alarms, as the endpoints that answered reported them.
+	Alarms []Alarm
+}
+
+// Alarm is an active etcd alarm. etcd replicates alarms through raft: one raised by a member is in
+// every member's list, and NOSPACE refuses writes (other than deletes) on all of them.
+type Alarm struct {
+	MemberID uint64
+	Type     string // NOSPACE, CORRUPT
 }
 
 // MemberListKnown reports whether the live member list was read.
