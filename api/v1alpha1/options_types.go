@@ -60,23 +60,30 @@ type EtcdOptions struct {
 
 	// extraArgs passes other etcd flags, keyed by flag name without leading dashes (for example
 	// "experimental-compact-hash-check-enabled": "true"). Flags that Steward sets itself (identity,
-	// URLs, cluster bootstrap, data directory, TLS) and flags with a typed field above are refused.
+	// URLs, cluster bootstrap, data directory, TLS and the peer-port restriction) and flags with a
+	// typed field above are refused.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9.-]*$') && size(k) <= 128)",message="spec.options.extraArgs keys must be etcd flag names without leading dashes, in lower case, such as log-outputs"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name','data-dir','wal-dir','initial-cluster','initial-cluster-state','initial-cluster-token','initial-advertise-peer-urls','advertise-client-urls','listen-client-urls','listen-client-http-urls','listen-peer-urls','listen-metrics-urls','cert-file','key-file','trusted-ca-file','client-cert-auth','auto-tls','peer-cert-file','peer-key-file','peer-trusted-ca-file','peer-client-cert-auth','peer-auto-tls','discovery','discovery-srv','discovery-token','discovery-endpoints','force-new-cluster','config-file']))",message="spec.options.extraArgs cannot set flags Steward owns: name, data-dir, wal-dir, initial-cluster*, listen-* and advertise-* URLs, TLS files (cert-file, key-file, trusted-ca-file, client-cert-auth, auto-tls and their peer- forms), discovery*, force-new-cluster, config-file"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name','data-dir','wal-dir','initial-cluster','initial-cluster-state','initial-cluster-token','initial-advertise-peer-urls','advertise-client-urls','listen-client-urls','listen-client-http-urls','listen-peer-urls','listen-metrics-urls','cert-file','key-file','trusted-ca-file','client-cert-auth','auto-tls','peer-cert-file','peer-key-file','peer-trusted-ca-file','peer-client-cert-auth','peer-auto-tls','peer-cert-allowed-hostname','peer-cert-allowed-cn','peer-skip-client-san-verification','experimental-peer-skip-client-san-verification','discovery','discovery-srv','discovery-token','discovery-endpoints','force-new-cluster','config-file']))",message="spec.options.extraArgs cannot set flags Steward owns: name, data-dir, wal-dir, initial-cluster*, listen-* and advertise-* URLs, TLS files (cert-file, key-file, trusted-ca-file, client-cert-auth, auto-tls and their peer- forms), the peer-port restriction (peer-cert-allowed-hostname, peer-cert-allowed-cn, [experimental-]peer-skip-client-san-verification), discovery*, force-new-cluster, config-file"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['quota-backend-bytes','auto-compaction-mode','auto-compaction-retention','snapshot-count','heartbeat-interval','election-timeout','max-request-bytes','log-level']))",message="spec.options.extraArgs cannot set a flag that has a typed field: use spec.options (quotaBackendBytes, autoCompactionMode, autoCompactionRetention, snapshotCount, heartbeatIntervalMillis, electionTimeoutMillis, maxRequestBytes, logLevel)"
 	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
 }
 
 // OwnedFlags are the etcd flags Steward derives from the cluster and member identity; extraArgs may
-// not set them. The CRD's CEL rule carries the same list; a test keeps the two equal.
+// not set them, since etcd takes a flag's last occurrence and extraArgs come last. It holds every
+// flag resources.Args emits in any configuration (internal/resources proves it against a real
+// apiserver), plus flags that would undo one of them (wal-dir, auto-tls, peer-cert-allowed-cn,
+// discovery*, force-new-cluster, config-file). The CRD's CEL rule carries the same list;
+// flags_test.go keeps the two equal.
 var OwnedFlags = []string{
 	"name", "data-dir", "wal-dir", "initial-cluster", "initial-cluster-state", "initial-cluster-token",
 	"initial-advertise-peer-urls", "advertise-client-urls", "listen-client-urls",
 	"listen-client-http-urls", "listen-peer-urls", "listen-metrics-urls", "cert-file", "key-file",
 	"trusted-ca-file", "client-cert-auth", "auto-tls", "peer-cert-file", "peer-key-file",
-	"peer-trusted-ca-file", "peer-client-cert-auth", "peer-auto-tls", "discovery", "discovery-srv",
+	"peer-trusted-ca-file", "peer-client-cert-auth", "peer-auto-tls",
+	"peer-cert-allowed-hostname", "peer-cert-allowed-cn", "peer-skip-client-san-verification",
+	"experimental-peer-skip-client-san-verification", "discovery", "discovery-srv",
 	"discovery-token", "discovery-endpoints", "force-new-cluster", "config-file",
 }
 

@@ -220,6 +220,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
 		}
 		f.Endpoints = append(f.Endpoints, e)
+		f.Alarms = addAlarms(f.Alarms, s.Alarms)
 	}
 	slices.SortFunc(f.Endpoints, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
 	return f

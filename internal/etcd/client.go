@@ -45,12 +45,15 @@ type EndpointStatus struct {
 	RaftTerm     uint64
 	Version      string
 	IsLearner    bool
-	Errors       []string
-	Err          error
+	// Errors are the errors the member reported other than alarms ("etcdserver: no leader").
+	Errors []string
+	// Alarms are the cluster's active alarms as this member knows them.
+	Alarms []Alarm
+	Err    error
 }
 
-// Healthy is true when the endpoint answered and reports no errors (alarms such as NOSPACE, or a
-// missing leader).
+// Healthy is true when the endpoint answered, knows a leader and reports no error. An alarm is not
+// one: a member under NOSPACE serves reads, deletes and maintenance; alarms are their own fact.
 func (s EndpointStatus) Healthy() bool { return s.Err == nil && len(s.Errors) == 0 && s.Leader != 0 }
 
 // Client is a client for one cluster. Endpoints are the voters' client URLs; a learner's endpoint

@@ -3,6 +3,7 @@
 package etcdtest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // Binary finds the etcd server: $ETCD_BIN, else the envtest assets' etcd, else _out/envtest/etcd.
@@ -178,4 +183,28 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// RaiseAlarm raises an alarm (NOSPACE, CORRUPT) on a member through etcd's maintenance API, as
+// etcd itself does when the quota fills, and returns the server's version. Filling a real quota
+// would take seconds per test; the alarm is the same replicated fact either way.
+func (c *Cluster) RaiseAlarm(ctx context.Context, m *Member, alarm string) string {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	st, err := cli.Status(ctx, m.ClientURL)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	_, err = etcdserverpb.NewMaintenanceClient(cli.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: st.Header.MemberId,
+		Alarm: etcdserverpb.AlarmType(etcdserverpb.AlarmType_value[alarm]),
+	})
+	if err != nil {
+		c.t.Fatalf("raising %s on %s: %v", alarm, m.Name, err)
+	}
+	return st.Version
 }

@@ -9,7 +9,11 @@
 // Nothing here does I/O or reads a clock: the controller gathers Facts, the gate judges them.
 package health
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Member is one entry of etcd's live member list.
 type Member struct {
@@ -25,8 +29,8 @@ type Endpoint struct {
 	Member string
 	// Reachable is true when the Status call answered.
 	Reachable bool
-	// Healthy is true when the member's health probe passed (etcd's own /health semantics: it has a
-	// leader and no alarm blocks it).
+	// Healthy is true when the member answered, knows a leader and reported no error. Alarms do not
+	// count against it: they are cluster-wide facts (Facts.Alarms), not a member being down.
 	Healthy bool
 	// MemberID is the ID of the member that answered (from the response header).
 	MemberID uint64
@@ -38,7 +42,7 @@ type Endpoint struct {
 	AppliedIndex uint64
 	// Version is the etcd server version it reports.
 	Version string
-	// Errors are the errors and alarms the Status call reported (NOSPACE, CORRUPT, ...).
+	// Errors are the errors the Status call reported other than alarms ("etcdserver: no leader").
 	Errors []string
 	// ReadOK is true when a linearizable read through this endpoint succeeded. Learners do not serve
 	// such reads, so it is only meaningful for voters.
@@ -52,6 +56,15 @@ type Facts struct {
 	MemberListErr string
 	Members       []Member
 	Endpoints     []Endpoint
+	// Alarms are the cluster's active alarms, as the endpoints that answered reported them.
+	Alarms []Alarm
+}
+
+// Alarm is an active etcd alarm. etcd replicates alarms through raft: one raised by a member is in
+// every member's list, and NOSPACE refuses writes (other than deletes) on all of them.
+type Alarm struct {
+	MemberID uint64
+	Type     string // NOSPACE, CORRUPT
 }
 
 // MemberListKnown reports whether the live member list was read.
@@ -129,4 +142,49 @@ func (f Facts) endpointByID(id uint64) (Endpoint, bool) {
 		}
 	}
 	return Endpoint{}, false
+}
+
+// What each alarm means for the cluster and what the user does about it. Steward does not disarm on
+// its own: a NOSPACE disarmed without freeing space is raised again by the next write, and freeing
+// space means deciding which data to compact away, which is the user's call.
+var alarmAdvice = map[string]string{
+	"NOSPACE": "the cluster accepts only reads and deletes; compact, defragment and disarm (etcdctl alarm disarm)",
+	"CORRUPT": "etcd found members' data inconsistent and refuses writes; replace the corrupt member or restore from a backup, then disarm",
+}
+
+// AlarmMessage describes the active alarms for humans, one clause per type:
+// "NOSPACE alarm raised on demo-0, demo-1: the cluster accepts only reads and deletes; ...".
+// Members are named from the live member list, by ID otherwise. Empty when no alarm is active.
+func (f Facts) AlarmMessage() string {
+	on := map[string][]string{}
+	for _, a := range f.Alarms {
+		name := fmt.Sprintf("member %x", a.MemberID)
+		for _, m := range f.Members {
+			if m.ID == a.MemberID && m.Name != "" {
+				name = m.Name
+			}
+		}
+		if !slices.Contains(on[a.Type], name) {
+			on[a.Type] = append(on[a.Type], name)
+		}
+	}
+	var parts []string
+	for _, t := range sortedKeys(on) {
+		slices.Sort(on[t])
+		advice, ok := alarmAdvice[t]
+		if !ok {
+			advice = "see etcd's documentation for this alarm, then disarm (etcdctl alarm disarm)"
+		}
+		parts = append(parts, fmt.Sprintf("%s alarm raised on %s: %s", t, strings.Join(on[t], ", "), advice))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -30,6 +30,7 @@ const (
 	CheckNoLearner  Check = "NoLearner"        // no learner in the member list
 	CheckVoters     Check = "ExpectedVoters"   // exactly the expected voters are listed
 	CheckLeader     Check = "Leader"           // a leader is known, and it is an expected voter
+	CheckAlarm      Check = "NoAlarm"          // no alarm is active in the cluster
 	CheckEndpoint   Check = "EndpointHealthy"  // each endpoint answered, is healthy, reports no error
 	CheckCaughtUp   Check = "AppliedIndex"     // each member's applied index reached the leader's
 	CheckRead       Check = "LinearizableRead" // a linearizable read through each member succeeded
@@ -94,6 +95,11 @@ func Gate(f Facts, e Expectation) Result {
 	leader, ok := f.endpointByID(leaderID)
 	if !ok || !isExpected(f, e.Voters, leaderID) {
 		return fail(CheckLeader, "", "leader %x is not an expected, reachable voter", leaderID)
+	}
+	// An alarm is cluster-wide (replicated), so the victim's own counts too: a cluster refusing
+	// writes must not also lose a member; the user recovers it first (compact, defragment, disarm).
+	if len(f.Alarms) > 0 {
+		return fail(CheckAlarm, "", "%s", f.AlarmMessage())
 	}
 	judged := judgedVoters(e)
 	for _, v := range judged {

@@ -81,8 +81,17 @@ func TestGate(t *testing.T) {
 			mutate: func(f *Facts, _ *Expectation) { f.Endpoints[2].Healthy = false },
 		},
 		{
-			name: "endpoint reports an alarm", n: 3, want: CheckEndpoint, member: "c-1", reason: "NOSPACE",
-			mutate: func(f *Facts, _ *Expectation) { f.Endpoints[1].Errors = []string{"NOSPACE"} },
+			name: "endpoint reports an error", n: 3, want: CheckEndpoint, member: "c-1", reason: "no leader",
+			mutate: func(f *Facts, _ *Expectation) { f.Endpoints[1].Errors = []string{"etcdserver: no leader"} },
+		},
+		{
+			name: "an alarm is not a member down: named as an alarm", n: 3, want: CheckAlarm,
+			reason: "NOSPACE alarm raised on c-0, c-1, c-2: the cluster accepts only reads and deletes; compact, defragment and disarm",
+			mutate: func(f *Facts, _ *Expectation) { f.Alarms = []Alarm{{3, "NOSPACE"}, {1, "NOSPACE"}, {2, "NOSPACE"}} },
+		},
+		{
+			name: "an alarm raised by the skipped victim still holds the gate", n: 3, want: CheckAlarm, reason: "on c-2",
+			mutate: func(f *Facts, e *Expectation) { f.Alarms = []Alarm{{3, "NOSPACE"}}; e.Skip = []string{"c-2"} },
 		},
 		{
 			name: "member far behind the leader", n: 3, want: CheckCaughtUp, member: "c-2", reason: "trails",
@@ -222,7 +231,7 @@ func TestLearnerCaughtUp(t *testing.T) {
 		{name: "not answering", want: CheckEndpoint, mutate: func(f *Facts) { f.Endpoints[3].Reachable = false }},
 		{name: "no status at all", want: CheckEndpoint, mutate: func(f *Facts) { f.Endpoints = f.Endpoints[:3] }},
 		{name: "behind", want: CheckCaughtUp, mutate: func(f *Facts) { f.Endpoints[3].AppliedIndex = 3 }},
-		{name: "alarm", want: CheckEndpoint, mutate: func(f *Facts) { f.Endpoints[3].Errors = []string{"CORRUPT"} }},
+		{name: "error", want: CheckEndpoint, mutate: func(f *Facts) { f.Endpoints[3].Errors = []string{"etcdserver: no leader"} }},
 		{name: "no leader", want: CheckLeader, mutate: func(f *Facts) {
 			for i := range f.Endpoints {
 				f.Endpoints[i].LeaderID = 0

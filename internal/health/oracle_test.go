@@ -17,7 +17,8 @@ type scenario struct {
 	noLeader  bool
 	unreach   int // index of a voter whose endpoint does not answer, or -1
 	unhealthy int
-	alarm     int
+	alarm     int // index of a voter reporting an error
+	raised    bool
 	behind    int
 	readFail  int
 	skip      int // index of the skipped victim, or -1
@@ -37,7 +38,7 @@ func randomScenario(r *rand.Rand) scenario {
 	s := scenario{
 		n: n, listErr: r.Intn(10) == 0, learner: r.Intn(8) == 0, missing: pick(), extra: r.Intn(8) == 0,
 		noLeader: r.Intn(10) == 0, unreach: pick(), unhealthy: pick(), alarm: pick(), behind: pick(),
-		readFail: pick(), skip: pick(), behindBy: uint64(r.Intn(300)), leaderIdx: r.Intn(n),
+		readFail: pick(), skip: pick(), raised: r.Intn(8) == 0, behindBy: uint64(r.Intn(300)), leaderIdx: r.Intn(n),
 	}
 	if r.Intn(2) == 0 {
 		s.tolerance = uint64(1 + r.Intn(200))
@@ -65,7 +66,7 @@ func (s scenario) build() (Facts, Expectation) {
 		ep := Endpoint{Member: name, Reachable: i != s.unreach, Healthy: i != s.unhealthy, MemberID: uint64(i + 1),
 			LeaderID: leaderID, AppliedIndex: 10000, ReadOK: i != s.readFail}
 		if i == s.alarm {
-			ep.Errors = []string{"NOSPACE"}
+			ep.Errors = []string{"etcdserver: no leader"}
 		}
 		if i == s.behind && i != s.leaderIdx {
 			ep.AppliedIndex -= s.behindBy
@@ -77,6 +78,9 @@ func (s scenario) build() (Facts, Expectation) {
 	}
 	if s.extra {
 		f.Members = append(f.Members, Member{ID: 98, Name: "stray", PeerURLs: []string{"http://stray:2380"}})
+	}
+	if s.raised {
+		f.Alarms = []Alarm{{MemberID: uint64(s.n), Type: "NOSPACE"}}
 	}
 	if s.skip >= 0 {
 		e.Skip = []string{fmt.Sprintf("m-%d", s.skip)}
@@ -92,7 +96,7 @@ func (s scenario) oracle() bool {
 	}
 	judged := func(i int) bool { return i != s.skip }
 	switch {
-	case s.listErr, s.learner, s.extra, s.missing >= 0, s.noLeader:
+	case s.listErr, s.learner, s.extra, s.missing >= 0, s.noLeader, s.raised:
 		return false
 	case s.unreach == s.leaderIdx: // the leader must answer, skipped or not
 		return false

@@ -50,6 +50,7 @@ const (
 	ReasonUnschedulable    Reason = "MemberUnschedulable"
 	ReasonMemberUnhealthy  Reason = "MemberUnhealthy"
 	ReasonAllHealthy       Reason = "AllMembersHealthy"
+	ReasonAlarm            Reason = "Alarm"
 	ReasonForeignPVC       Reason = "ForeignPVC"
 	ReasonRollingMember    Reason = "RollingMember"
 	ReasonMovingLeader     Reason = "MovingLeader"

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/health"
 )
 
 // fillStatus derives what status should say from the view and the chosen action.
@@ -136,6 +137,9 @@ func (v *view) available() metav1.Condition {
 		return cond(ConditionAvailable, false, ReasonBootstrapping, "the cluster has not formed yet")
 	case v.f.replicas() == 0 && !ok:
 		return cond(ConditionAvailable, false, ReasonDormant, "spec.replicas is 0: no member runs; PVCs keep the data")
+	case ok && len(v.f.Etcd.Alarms) > 0:
+		return cond(ConditionAvailable, true, ReasonQuorumHealthy, "%d of %d voters healthy; an alarm is active "+
+			"(see Degraded)", healthy, voters)
 	case ok:
 		return cond(ConditionAvailable, true, ReasonQuorumHealthy, "%d of %d voters healthy", healthy, voters)
 	case !v.f.Etcd.MemberListKnown():
@@ -154,6 +158,9 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 			"(%s); still trying while safe: %s", v.f.progressDeadline(), a.Message)
 	case a.Kind == Nothing || stalled[a.Reason]:
 		return cond(ConditionProgressing, false, a.Reason, "%s", a.Message)
+	case a.Reason == ReasonWaitingForHealth && d.Gate.Check == health.CheckAlarm:
+		// Only the user ends an alarm: nothing progresses until then.
+		return cond(ConditionProgressing, false, ReasonAlarm, "%s", a.Message)
 	}
 	return cond(ConditionProgressing, true, a.Reason, "%s", a.Message)
 }
@@ -174,6 +181,10 @@ func (v *view) degraded() metav1.Condition {
 			reason = r
 		}
 		msgs = append(msgs, m+": "+why)
+	}
+	// An alarm first: it is why the cluster refuses writes, while its members are not down.
+	if alarm := v.f.Etcd.AlarmMessage(); alarm != "" {
+		reason, msgs = ReasonAlarm, []string{alarm}
 	}
 	for _, m := range v.active() {
 		switch {

@@ -5,11 +5,9 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -97,12 +95,10 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 					{Name: "peer", ContainerPort: PeerPort},
 					{Name: "metrics", ContainerPort: MetricsPort},
 				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: DataMountPath}},
-				// Serializable health answers on learners and without quorum: a member that cannot
-				// reach quorum is not broken itself, and restarting it would not help.
-				ReadinessProbe: probe("/health?serializable=true", 3),
-				LivenessProbe:  probe("/health?serializable=true", 8),
-				StartupProbe:   probe("/health?serializable=true", 60),
+				VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: DataMountPath}},
+				ReadinessProbe: probe(readinessPath(t.Version), 3),
+				LivenessProbe:  probe(livenessPath(t.Version), 8),
+				StartupProbe:   probe(livenessPath(t.Version), 60),
 			}},
 			Volumes: []corev1.Volume{dataVolume(m.Name, t)},
 		},
@@ -139,17 +135,6 @@ func MemberLabels(cluster, member string, t *stewardv1.MemberTemplate, voter boo
 	labels[LabelMember] = member
 	labels[LabelVoter] = strconv.FormatBool(voter)
 	return labels
-}
-
-func probe(path string, failures int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromInt32(MetricsPort),
-		}},
-		PeriodSeconds:    5,
-		TimeoutSeconds:   3,
-		FailureThreshold: failures,
-	}
 }
 
 func dataVolume(member string, t *stewardv1.MemberTemplate) corev1.Volume {
@@ -233,8 +218,7 @@ func operatorCA(ec *stewardv1.EtcdCluster) bool {
 // skipPeerSANFlag is the flag's name for an etcd version: experimental up to 3.5, renamed in 3.6
 // (the old name is gone in 3.7). A version that does not parse gets the current name.
 func skipPeerSANFlag(version string) string {
-	var major, minor int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(version, "v"), "%d.%d", &major, &minor); err == nil && major == 3 && minor <= 5 {
+	if upTo35(version) {
 		return "experimental-peer-skip-client-san-verification"
 	}
 	return "peer-skip-client-san-verification"

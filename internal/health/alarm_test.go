@@ -1,0 +1,19 @@
+package health
+
+import "testing"
+
+func TestAlarmMessage(t *testing.T) {
+	f, _ := healthy(3)
+	if m := f.AlarmMessage(); m != "" {
+		t.Errorf("no alarm, message %q", m)
+	}
+	f.Alarms = []Alarm{{2, "NOSPACE"}, {0xbeef, "CORRUPT"}, {1, "NOSPACE"}, {2, "NOSPACE"}, {3, "FUTURE"}}
+	want := "CORRUPT alarm raised on member beef: etcd found members' data inconsistent and refuses writes; " +
+		"replace the corrupt member or restore from a backup, then disarm; " +
+		"FUTURE alarm raised on c-2: see etcd's documentation for this alarm, then disarm (etcdctl alarm disarm); " +
+		"NOSPACE alarm raised on c-0, c-1: the cluster accepts only reads and deletes; compact, defragment and " +
+		"disarm (etcdctl alarm disarm)"
+	if m := f.AlarmMessage(); m != want {
+		t.Errorf("message\n%s\nwant\n%s", m, want)
+	}
+}

@@ -1,0 +1,113 @@
+package resources_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/internal/testenv"
+)
+
+// configurations are the clusters whose members get different command lines: every version
+// Steward supports, TLS off and on with each certificate source, PVC and memory storage, a new and
+// a joining member, every typed option set. A flag only one of them emits is still a flag
+// extraArgs must not override.
+func configurations() []resources.Member {
+	sources := []*v1.TLSSpec{
+		{Enabled: ptr.To(false)},
+		nil, // the default: on, Operator CA
+		{Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "p"}, Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "c"}},
+		{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: &v1.IssuerRef{Name: "i"}},
+			Client: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: &v1.IssuerRef{Name: "i"}}},
+	}
+	var out []resources.Member
+	for _, version := range []string{"3.5.35", "3.6.16", "3.7.3"} {
+		for _, tls := range sources {
+			for _, medium := range []v1.StorageMedium{"", v1.StorageMediumMemory} {
+				for _, state := range []resources.ClusterState{resources.StateNew, resources.StateExisting} {
+					ec := &v1.EtcdCluster{
+						ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "u"},
+						Spec: v1.EtcdClusterSpec{TLS: tls, MemberTemplate: v1.MemberTemplate{
+							Version: version, Storage: v1.StorageSpec{Medium: medium},
+							Options: v1.EtcdOptions{
+								QuotaBackendBytes: ptr.To(resource.MustParse("1Gi")), AutoCompactionMode: "periodic",
+								AutoCompactionRetention: "1h", SnapshotCount: ptr.To[int64](1),
+								HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
+								MaxRequestBytes: ptr.To[int32](1), LogLevel: "info",
+							},
+						}},
+					}
+					out = append(out, resources.Member{Cluster: ec, Name: "db-0", Template: &ec.Spec.MemberTemplate,
+						Bootstrap: resources.Bootstrap{InitialCluster: "db-0=x", State: state}})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// emittedFlags are the names of every flag Args emits in any configuration.
+func emittedFlags(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, m := range configurations() {
+		for _, a := range resources.Args(m) {
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	// The skip-SAN flag changed its name between versions; both must be seen or the matrix is wrong.
+	for _, must := range []string{"experimental-peer-skip-client-san-verification", "peer-skip-client-san-verification", "peer-cert-allowed-hostname"} {
+		if !slices.Contains(names, must) {
+			t.Fatalf("the configurations no longer emit %s: %v", must, names)
+		}
+	}
+	return names
+}
+
+// Issue 10, defect 8: every flag Steward sets is refused in extraArgs, or a user could override
+// it (etcd takes the last occurrence of a flag, and extraArgs come last). The Go lists are checked
+// here and, since api must not import this package, the CRD's CEL rule against a real apiserver.
+func TestExtraArgsRefuseEveryEmittedFlag(t *testing.T) {
+	flags := emittedFlags(t)
+	for _, f := range flags {
+		if !slices.Contains(v1.OwnedFlags, f) && !slices.Contains(v1.TypedFlags, f) {
+			t.Errorf("Args emits --%s, which neither OwnedFlags nor TypedFlags lists", f)
+		}
+	}
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i, f := range flags {
+		ec := &v1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("x%d", i), Namespace: "default"},
+			Spec: v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{
+				Version: "3.6.16", Options: v1.EtcdOptions{ExtraArgs: map[string]string{f: "x"}},
+			}},
+		}
+		err := env.Client.Create(ctx, ec)
+		if err == nil {
+			t.Errorf("extraArgs {%s: x} was admitted: it overrides a flag Steward sets", f)
+			continue
+		}
+		if !strings.Contains(err.Error(), "spec.options.extraArgs cannot set") {
+			t.Errorf("extraArgs {%s: x} refused for another reason: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The probes answer one question each, and none of them is "is an alarm raised". An alarm is a
+// cluster-wide, replicated fact: NOSPACE is raised on every member at once when the quota fills, and
+// a probe that failed on it would have the kubelet restart every member in a loop and empty the
+// client Service, so nobody could compact, defragment and disarm. Restarting fixes no alarm.
+//
+//   - liveness (and startup): the process serves a local read. No quorum needed (losing quorum does
+//     not break a member, and restarting it would not bring quorum back), no alarm judged.
+//   - readiness: the same, except that a CORRUPT alarm takes the member out of the client Service
+//     (etcd's own /readyz rule): its data may be wrong, while a NOSPACE member still serves the reads,
+//     deletes, compaction and defragmentation that recover it. No quorum needed, and learners pass:
+//     readiness also tells the planner the process runs; the client Service selects voters only.
+//
+// The recovery gate, not the probes, judges alarms (internal/health), so a cluster with one rolls
+// nothing until the user disarmed it.
+func livenessPath(version string) string {
+	if upTo35(version) {
+		// /livez reached 3.5 only in a late patch; /health judges alarms unless each is excluded.
+		return "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"
+	}
+	return "/livez"
+}
+
+func readinessPath(version string) string {
+	if upTo35(version) {
+		return "/health?exclude=NOSPACE&serializable=true"
+	}
+	// /readyz also checks a linearizable read (needs quorum) and fails on learners.
+	return "/readyz?exclude=linearizable_read&exclude=non_learner"
+}
+
+func probe(path string, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(MetricsPort),
+		}},
+		PeriodSeconds:    5,
+		TimeoutSeconds:   3,
+		FailureThreshold: failures,
+	}
+}
+
+// upTo35 says whether an etcd version is 3.5 or older. A version that does not parse (a custom
+// build) is taken as current: the flags and endpoints of the newest supported release.
+func upTo35(version string) bool {
+	var major, minor int
+	_, err := fmt.Sscanf(strings.TrimPrefix(version, "v"), "%d.%d", &major, &minor)
+	return err == nil && major == 3 && minor <= 5
+}

@@ -1,0 +1,76 @@
+package resources
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/etcdtest"
+)
+
+// probePaths are the HTTP paths of a member Pod's readiness, liveness and startup probes.
+func probePaths(t *testing.T, p *corev1.Pod) (ready, live, startup string) {
+	t.Helper()
+	c := p.Spec.Containers[0]
+	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port.IntVal != MetricsPort {
+			t.Fatalf("probe %+v is not an HTTP GET on the metrics port", pr)
+		}
+	}
+	return c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path, c.StartupProbe.HTTPGet.Path
+}
+
+// An alarm is a cluster-wide fact, not a broken member: a probe that fails on NOSPACE makes the
+// kubelet restart every member of a full cluster and empties the client Service, so nobody can
+// compact, defragment and disarm. etcd 3.6 has /livez (no alarm check) and /readyz (only CORRUPT);
+// 3.5's /livez and /readyz arrived in a late patch, so 3.5 keeps /health with alarms excluded.
+func TestProbesPerVersion(t *testing.T) {
+	for _, tc := range []struct{ version, ready, live string }{
+		{"3.5.0", "/health?exclude=NOSPACE&serializable=true", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"},
+		{"3.5.35", "/health?exclude=NOSPACE&serializable=true", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"},
+		{"3.6.16", "/readyz?exclude=linearizable_read&exclude=non_learner", "/livez"},
+		{"3.7.3", "/readyz?exclude=linearizable_read&exclude=non_learner", "/livez"},
+		{"custom-build", "/readyz?exclude=linearizable_read&exclude=non_learner", "/livez"},
+	} {
+		ec := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.Version = tc.version })
+		ready, live, startup := probePaths(t, Pod(member(ec), "repo"))
+		if ready != tc.ready || live != tc.live || startup != tc.live {
+			t.Errorf("%s: readiness %s, liveness %s, startup %s; want %s, %s, %s", tc.version, ready, live, startup,
+				tc.ready, tc.live, tc.live)
+		}
+	}
+}
+
+// The same probes against a real etcd with a NOSPACE alarm raised: both must answer 200, and
+// etcd's plain /health must not (or the alarm was never active and the test proves nothing).
+func TestProbesAnswerUnderNOSPACE(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	m := cl.Members[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	version := cl.RaiseAlarm(ctx, m, "NOSPACE")
+	ec := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.Version = version })
+	ready, live, _ := probePaths(t, Pod(member(ec), "repo"))
+	if code := get(t, m.Metrics+"/health?serializable=true"); code == http.StatusOK {
+		t.Fatalf("etcd %s answers /health with 200 although NOSPACE is raised", version)
+	}
+	for name, path := range map[string]string{"readiness": ready, "liveness": live} {
+		if code := get(t, m.Metrics+path); code != http.StatusOK {
+			t.Errorf("etcd %s: %s probe %s answered %d under NOSPACE", version, name, path, code)
+		}
+	}
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:gosec // a loopback URL the test built
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
