@@ -98,6 +98,35 @@ func TestSequenceAnswersButNotReady(t *testing.T) {
 	}
 }
 
+// Defect 2, as a sequence: NOSPACE raised mid-roll stops the roll without taking anyone down or
+// replacing anyone; once disarmed, the roll finishes.
+func TestSequenceAlarmMidRoll(t *testing.T) {
+	for _, med := range media {
+		w := formedWorld(t, 3, med)
+		var disruptedDuringAlarm []string
+		w.check = func(w *world) {
+			if !w.alarm {
+				return
+			}
+			for _, e := range w.events {
+				if e.step == w.step && (e.kind == DeletePod || e.kind == RemoveMember) {
+					disruptedDuringAlarm = append(disruptedDuringAlarm, e.member)
+				}
+			}
+		}
+		w.liveness = false // the alarm waits for the user by design
+		w.converge(map[int]func(*world){
+			1:  changeResources("1"),
+			6:  func(w *world) { w.alarm = true },
+			50: func(w *world) { w.alarm = false },
+		})
+		w.assertConverged()
+		if len(disruptedDuringAlarm) > 0 {
+			t.Errorf("%s: disrupted %v while NOSPACE was raised", mediumName(med), disruptedDuringAlarm)
+		}
+	}
+}
+
 // Defect 3: a removal waiting for a healthy cluster never keeps the repair that heals it from
 // running, with or without the operator dying mid-step.
 func TestSequenceRemovalWaitsForRepair(t *testing.T) {

@@ -206,6 +206,9 @@ func (w *world) memberFacts(m *wMember) Member {
 
 func (w *world) etcdFacts() health.Facts {
 	var h health.Facts
+	if w.alarm && len(w.etcd) > 0 {
+		h.Alarms = []health.Alarm{{MemberID: w.etcd[0].id, Type: "NOSPACE"}}
+	}
 	if !w.quorum() {
 		h.MemberListErr = "etcdserver: request timed out"
 	} else {

@@ -43,6 +43,8 @@ type world struct {
 	last    Decision
 	// check runs after every step: a scenario's own invariant.
 	check func(*world)
+	// alarm: NOSPACE is raised (the quota is full) until the test disarms it.
+	alarm bool
 	// lag is the chance a step plans on the previous step's Kubernetes facts (a stale cache);
 	// staleMembers are those facts, staleServed counts how often they were used.
 	lag          float64
