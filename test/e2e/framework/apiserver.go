@@ -181,7 +181,7 @@ func writeFiles(dir string, files EtcdFiles) error {
 		return err
 	}
 	for name, data := range map[string][]byte{"ca.crt": files.CA, "tls.crt": files.Cert, "tls.key": files.Key,
-		"sa.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
+		"sa.key":     pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
 		"tokens.csv": []byte(apiserverToken + ",e2e,e2e,system:masters\n")} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return err
