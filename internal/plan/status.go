@@ -33,7 +33,8 @@ func (v *view) fillStatus(d *Decision) {
 	d.Gate = v.gate()
 	d.VersionWarning = v.versionWarning()
 	d.AdoptionRefused = v.adoptRefused
-	d.DeadlineExceeded = d.Action.Kind != Nothing && d.Action.Reason != ReasonPaused &&
+	// Waiting for the user to restart clients may rightly take days: not a stuck step.
+	d.DeadlineExceeded = d.Action.Kind != Nothing && d.Action.Reason != ReasonPaused && d.Action.Reason != ReasonTLSClients &&
 		v.stepOlderThan(v.f.progressDeadline())
 	d.Rollout = v.rolloutStatus(d)
 	d.Conditions = []metav1.Condition{v.available(), v.progressing(d), v.degraded(), v.rollingUpdate(d)}
@@ -124,7 +125,8 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 }
 
 // stalled are waits that only the user or the outside world can end: nothing is progressing.
-var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true}
+var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true,
+	ReasonTLSClients: true}
 
 // degraded names every member that is not a healthy voter, and why.
 func (v *view) degraded() metav1.Condition {
