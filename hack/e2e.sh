@@ -48,6 +48,9 @@ export STEWARD_E2E_ETCD_IMAGE_REPOSITORY=$ETCD_IMAGE_REPO
 export STEWARD_E2E_OPERATOR_NAMESPACE=${OPERATOR_NS:-steward-system}
 export STEWARD_E2E_OPERATOR_DEPLOYMENT=${OPERATOR_DEPLOYMENT:-steward-controller-manager}
 export STEWARD_E2E_ARTIFACTS=$OUT/e2e
+"$ROOT/hack/toolchain.sh" envtest >/dev/null # cached; a scenario runs its kube-apiserver as an etcd client
+STEWARD_E2E_KUBE_APISERVER=$("$ROOT/hack/toolchain.sh" path envtest)/kube-apiserver
+export STEWARD_E2E_KUBE_APISERVER
 
 cd "$ROOT"
 log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"

@@ -24,6 +24,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.peer) || !has(self.client) || !has(self.peer.source) || !has(self.client.source) || self.peer.source == self.client.source",message="spec.tls.peer.source and spec.tls.client.source must be the same: mixing sources is not supported yet"
 // +kubebuilder:validation:XValidation:rule="!has(self.rotateCA) || !has(self.peer) || !has(self.peer.source) || self.peer.source == 'Operator'",message="spec.tls.rotateCA rotates the CA Steward runs (source Operator); with source Secret or CertManager, a new CA in the Secrets' ca.crt is rotated in passes"
 // +kubebuilder:validation:XValidation:rule="!has(self.caDuration) || !has(self.certificateDuration) || duration(self.caDuration) - duration(self.certificateDuration) >= duration(self.certificateDuration)",message="spec.tls.caDuration must be at least twice spec.tls.certificateDuration, so leaves can be renewed under one CA"
+// +kubebuilder:validation:XValidation:rule="(has(self.peer) && has(self.peer.source) && self.peer.source != 'Operator') || !has(self.caDuration) || !has(self.dropOldCAAfter) || !has(self.renewBeforePercentage) || duration(self.caDuration).getSeconds() * self.renewBeforePercentage >= duration(self.dropOldCAAfter).getSeconds() * 200",message="spec.tls.caDuration × renewBeforePercentage must be at least twice spec.tls.dropOldCAAfter: a rotation starts when that share of the CA's life is left, and the old CA must outlive the wait for clients"
 type TLSSpec struct {
 	// enabled turns mutual TLS on for both planes. It is fixed when the cluster is created.
 	// +optional
@@ -63,6 +64,23 @@ type TLSSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	RotateCA string `json:"rotateCA,omitempty"`
+
+	// dropOldCAAfter: during a CA rotation (any source), how long members keep trusting the old
+	// CA on the client plane after the clients' new certificate was issued, unless
+	// approveDropOldCA says so sooner. Clients that load their certificates once (a
+	// kube-apiserver's --etcd-cafile, --etcd-certfile, --etcd-keyfile) present an old-signed
+	// certificate until they restart; restart them within this time. At least 90s.
+	// +optional
+	// +kubebuilder:default="168h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('90s')",message="spec.tls.dropOldCAAfter must be at least 90s: applications that reload the client Secret need that long to load it"
+	DropOldCAAfter *metav1.Duration `json:"dropOldCAAfter,omitempty"`
+
+	// approveDropOldCA: once clients that load certificates once have restarted on the new
+	// ca.crt and client certificate, set it to status.tls.dropOldCA.approval to drop the old CA
+	// now. The value names one rotation, so a value left here approves no later one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ApproveDropOldCA string `json:"approveDropOldCA,omitempty"`
 
 	// peer is the members' plane among themselves.
 	// +optional
@@ -130,11 +148,25 @@ type TLSStatus struct {
 	// rotateCA is the last spec.tls.rotateCA value a rotation was started for.
 	// +optional
 	RotateCA string `json:"rotateCA,omitempty"`
+	// dropOldCA is set while a CA rotation waits, before members stop trusting the old CA on the
+	// client plane, for clients that load their certificates once to restart.
+	// +optional
+	DropOldCA *DropOldCAStatus `json:"dropOldCA,omitempty"`
 	// certificates lists each certificate Steward tracks, with its expiry.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Certificates []CertificateStatus `json:"certificates,omitempty"`
+}
+
+// DropOldCAStatus says what a CA rotation waits for before dropping the old CA.
+type DropOldCAStatus struct {
+	// approval is the value to set spec.tls.approveDropOldCA to once those clients restarted.
+	Approval string `json:"approval"`
+	// after is when the old CA is dropped without approval.
+	After metav1.Time `json:"after"`
+	// message says what to do.
+	Message string `json:"message"`
 }
 
 // CertificateStatus is one certificate's expiry.

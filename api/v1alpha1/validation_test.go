@@ -99,7 +99,7 @@ func TestDefaults(t *testing.T) {
 	tls := s.TLS
 	if tls == nil || tls.Enabled == nil || !*tls.Enabled || tls.ClusterDomain != "cluster.local" ||
 		tls.CertificateDuration.Duration != 2160*time.Hour || tls.CADuration.Duration != 43800*time.Hour ||
-		*tls.RenewBeforePercentage != 33 || tls.Peer.Source != v1.TLSSourceOperator || tls.Client.Source != v1.TLSSourceOperator {
+		*tls.RenewBeforePercentage != 33 || tls.DropOldCAAfter == nil || tls.DropOldCAAfter.Duration != 168*time.Hour || tls.Peer.Source != v1.TLSSourceOperator || tls.Client.Source != v1.TLSSourceOperator {
 		t.Errorf("tls defaults = %+v", tls)
 	}
 	if !ec.TLSEnabled() {
@@ -191,6 +191,25 @@ func TestCreateValidation(t *testing.T) {
 		{"CA shorter than two leaves", func(c *v1.EtcdCluster) {
 			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("10h"), CADuration: dur("15h")}
 		}, "spec.tls.caDuration must be at least twice"},
+		{"drop grace under the application wait", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{DropOldCAAfter: dur("60s")} },
+			"spec.tls.dropOldCAAfter must be at least 90s"},
+		// 1000h × 33 % = 330h of CA life left at the rotation, less than twice the default week.
+		{"drop grace does not fit the CA's renewal window", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("100h"), CADuration: dur("1000h")}
+		},
+			"must be at least twice spec.tls.dropOldCAAfter"},
+		{"drop grace fits", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("100h"), CADuration: dur("1100h")}
+		}, ""},
+		{"short CA with a short drop grace", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("2h"), CADuration: dur("10h"), DropOldCAAfter: dur("90s"), ApproveDropOldCA: "0123456789ab"}
+		}, ""},
+		{"the CA rule leaves user Secrets alone", func(c *v1.EtcdCluster) {
+			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("2h"), CADuration: dur("10h"), Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
+				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
+		}, ""},
+		{"approval too long", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{ApproveDropOldCA: strings.Repeat("a", 65)} },
+			"spec.tls.approveDropOldCA"},
 		{"renew percentage out of range", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{RenewBeforePercentage: ptr.To[int32](95)} },
 			"spec.tls.renewBeforePercentage"},
 		{"Secret source without name", func(c *v1.EtcdCluster) {

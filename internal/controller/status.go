@@ -41,7 +41,12 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	}
 	meta.SetStatusCondition(&s.Conditions, versionCondition(ec, d.VersionWarning))
 	if o.tls != nil {
+		wasWaiting := ec.Status.TLS != nil && ec.Status.TLS.DropOldCA != nil
 		setTLSStatus(ec, o.tls)
+		if w := o.tls.decision.AwaitingClients; w != nil && !wasWaiting {
+			// Once, when the wait starts: the user has to act (or let the grace run out).
+			r.event(ec, corev1.EventTypeWarning, "CARotationWaitingForClients", "%s", w.Message)
+		}
 	}
 	if d.DeadlineExceeded && !wasDeadlineExceeded(ec) {
 		r.event(ec, corev1.EventTypeWarning, "ProgressDeadlineExceeded", "%s", d.Action.Message)

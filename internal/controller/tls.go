@@ -141,7 +141,7 @@ func (r *EtcdClusterReconciler) reconcileTLS(ctx context.Context, ec *stewardv1.
 	if err := r.writeTLS(ctx, ec, o, t); err != nil {
 		return err
 	}
-	o.facts.TLS.Hold, o.facts.TLS.Pending = d.Hold, d.Pending
+	o.facts.TLS.Hold, o.facts.TLS.Pending, o.facts.TLS.AwaitingClients = d.Hold, d.Pending, d.AwaitingClients != nil
 	for i := range o.facts.Members {
 		o.facts.Members[i].TrustOutdated = d.TrustOutdated[o.facts.Members[i].Name]
 	}
@@ -155,6 +155,12 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 		CASecret: resources.CASecretName(ec.Name), User: t.user}
 	if ec.Spec.TLS != nil && ec.Spec.TLS.RotateCA != "" && t.caSecret != nil {
 		f.RotateRequested = t.caSecret.Annotations[annotationRotateCA] != ec.Spec.TLS.RotateCA
+	}
+	if ec.Spec.TLS != nil {
+		f.ApproveDropOldCA = ec.Spec.TLS.ApproveDropOldCA
+		if ec.Spec.TLS.DropOldCAAfter != nil {
+			f.ClientGrace = ec.Spec.TLS.DropOldCAAfter.Duration
+		}
 	}
 	served := r.servedLeaves(ctx, ec, o)
 	var servedPeer map[string]*x509.Certificate

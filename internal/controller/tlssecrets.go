@@ -75,7 +75,7 @@ func parseLeaf(certPEM, keyPEM []byte) *pki.Leaf {
 	if err != nil {
 		return nil
 	}
-	return &pki.Leaf{Cert: certs[0], Key: key}
+	return &pki.Leaf{Cert: certs[0], Key: key, Chain: certs[1:]}
 }
 
 func parseMemberSecret(s *corev1.Secret) *tlsplan.MemberSecret {

@@ -31,6 +31,9 @@ func setTLSStatus(ec *stewardv1.EtcdCluster, t *tlsObserved) {
 	if d.Pass != pki.Done && d.Pass != "" {
 		s.Rotation = string(d.Pass)
 	}
+	if w := d.AwaitingClients; w != nil {
+		s.DropOldCA = &stewardv1.DropOldCAStatus{Approval: w.Approval, After: metav1.NewTime(w.Until), Message: w.Message}
+	}
 	for _, c := range d.Certificates {
 		cs := stewardv1.CertificateStatus{Name: c.Name, NotAfter: metav1.NewTime(c.NotAfter), Served: c.Served}
 		if !c.RenewAt.IsZero() {

@@ -42,3 +42,19 @@ func TestSetTLSStatus(t *testing.T) {
 		t.Error("Expiring stayed true without a warning")
 	}
 }
+
+// A rotation waiting for clients shows the approval value, the deadline and what to do.
+func TestSetTLSStatusDropOldCA(t *testing.T) {
+	until := time.Date(2026, 3, 8, 12, 0, 0, 0, time.UTC)
+	ec := &stewardv1.EtcdCluster{}
+	w := &tlsplan.ClientWait{Approval: "0123456789ab", Until: until, Message: "restart clients ... then approve"}
+	setTLSStatus(ec, &tlsObserved{decision: tlsplan.Decision{Pass: pki.DropOldCA, AwaitingClients: w}})
+	s := ec.Status.TLS.DropOldCA
+	if s == nil || s.Approval != w.Approval || !s.After.Time.Equal(until) || s.Message != w.Message || ec.Status.TLS.Rotation != "DropOldCA" {
+		t.Fatalf("status %+v", ec.Status.TLS)
+	}
+	setTLSStatus(ec, &tlsObserved{decision: tlsplan.Decision{Pass: pki.DropOldCA}})
+	if ec.Status.TLS.DropOldCA != nil {
+		t.Error("the wait stayed in status after it ended")
+	}
+}

@@ -80,9 +80,11 @@ func NewCA(cluster, namespace string, now time.Time, lifetime time.Duration) (*C
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		// No intermediates: leaves are signed directly, so a path length of 0 keeps a leaked
-		// leaf key from ever minting certificates.
-		MaxPathLenZero: true,
+		// One intermediate at most: during a rotation members serve the next CA cross-signed by
+		// this one (CrossSign) after their leaves, so clients that trust only this CA still
+		// verify them. Go and OpenSSL apply a root's path length too, so 0 would refuse that
+		// chain; the cross-signed certificate itself has path length 0.
+		MaxPathLen: 1,
 	}
 	// x509 fills SubjectKeyId for a CA; leaves then carry it as AuthorityKeyId.
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)

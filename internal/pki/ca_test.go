@@ -18,8 +18,8 @@ import (
 func TestNewCA(t *testing.T) {
 	ca := mustCA(t, "etcd", t0)
 	c := ca.Cert
-	if !c.IsCA || !c.BasicConstraintsValid || !c.MaxPathLenZero || c.KeyUsage&x509.KeyUsageCertSign == 0 {
-		t.Errorf("not a leaf-signing CA: IsCA=%v BC=%v pathlen0=%v usage=%v", c.IsCA, c.BasicConstraintsValid, c.MaxPathLenZero, c.KeyUsage)
+	if !c.IsCA || !c.BasicConstraintsValid || c.MaxPathLen != 1 || c.KeyUsage&x509.KeyUsageCertSign == 0 {
+		t.Errorf("not a CA admitting its cross-signed successor: IsCA=%v BC=%v pathlen=%v usage=%v", c.IsCA, c.BasicConstraintsValid, c.MaxPathLen, c.KeyUsage)
 	}
 	if !strings.Contains(c.Subject.CommonName, "db/etcd") {
 		t.Errorf("subject %q does not name the cluster", c.Subject.CommonName)

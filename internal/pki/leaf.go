@@ -79,16 +79,24 @@ func SANs(cluster, namespace, member, clusterDomain string) (dns []string, ips [
 type Leaf struct {
 	Cert *x509.Certificate
 	Key  crypto.Signer
+	// Chain are intermediates presented after Cert (tls.crt holds them in order): during a CA
+	// rotation, the new CA cross-signed by the old, so clients that trust only the old CA verify.
+	Chain []*x509.Certificate
 }
 
-// Material is what goes into a Secret: tls.crt, tls.key and ca.crt (the trust bundle, which may
-// hold more than the issuing CA during a rotation).
+// Material is what goes into a Secret: tls.crt (the leaf, then its chain), tls.key and ca.crt
+// (the trust bundle, which may hold more than the issuing CA during a rotation).
 func (l *Leaf) Material(trust ...*x509.Certificate) (Material, error) {
 	key, err := EncodeKeyPEM(l.Key)
 	if err != nil {
 		return Material{}, err
 	}
-	return Material{Cert: EncodeCertPEM(l.Cert), Key: key, CA: BundlePEM(trust...)}, nil
+	return Material{Cert: EncodeCertPEM(append([]*x509.Certificate{l.Cert}, l.Chain...)...), Key: key, CA: BundlePEM(trust...)}, nil
+}
+
+// WithChain is a copy of the leaf presenting chain after it.
+func (l *Leaf) WithChain(chain ...*x509.Certificate) *Leaf {
+	return &Leaf{Cert: l.Cert, Key: l.Key, Chain: chain}
 }
 
 // IssueServer issues a member's client-plane certificate with SANs(...).

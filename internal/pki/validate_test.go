@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -130,15 +132,18 @@ func TestValidateAcceptsUserMaterial(t *testing.T) {
 	if err := Validate(m, exp, t0); err != nil {
 		t.Fatal(err)
 	}
-	// The same chain under a Steward CA (path length 0) is refused: a leaked intermediate or leaf
-	// key must not extend the operator's CA.
+	// Two intermediates under a Steward CA (path length 1: room for its cross-signed successor
+	// only) are refused: nothing may extend the operator's CA further.
 	steward := mustCA(t, "etcd", t0)
 	inter2 := &CA{Key: interKey, Cert: craft(t, &x509.Certificate{IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		NotBefore: t0.Add(-time.Hour), NotAfter: t0.Add(1000 * time.Hour)}, interKey, steward)}
-	leaf2 := craft(t, &x509.Certificate{NotBefore: t0.Add(-time.Hour), NotAfter: t0.Add(100 * time.Hour), DNSNames: exp.DNSNames}, rsaKey, inter2)
-	m2 := Material{Cert: EncodeCertPEM(leaf2, inter2.Cert), Key: m.Key, CA: steward.CertPEM()}
+		Subject: pkix.Name{CommonName: "inter2"}, NotBefore: t0.Add(-time.Hour), NotAfter: t0.Add(1000 * time.Hour)}, interKey, steward)}
+	inter3Key := mustKey(t)
+	inter3 := &CA{Key: inter3Key, Cert: craft(t, &x509.Certificate{IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+		Subject: pkix.Name{CommonName: "inter3"}, SerialNumber: big.NewInt(43), NotBefore: t0.Add(-time.Hour), NotAfter: t0.Add(1000 * time.Hour)}, inter3Key, inter2)}
+	leaf2 := craft(t, &x509.Certificate{NotBefore: t0.Add(-time.Hour), NotAfter: t0.Add(100 * time.Hour), DNSNames: exp.DNSNames}, rsaKey, inter3)
+	m2 := Material{Cert: EncodeCertPEM(leaf2, inter3.Cert, inter2.Cert), Key: m.Key, CA: steward.CertPEM()}
 	if got := ReasonOf(Validate(m2, exp, t0)); got != UntrustedChain {
-		t.Fatalf("intermediate under a path-length-0 CA: %q, want UntrustedChain", got)
+		t.Fatalf("two intermediates under a Steward CA: %q, want UntrustedChain", got)
 	}
 	// Without the intermediate the chain breaks, and Validate says so.
 	m.Cert = EncodeCertPEM(leaf)

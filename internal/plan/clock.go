@@ -36,9 +36,10 @@ func (v *view) nextStep(a Action) *v1alpha1.StepRecord {
 }
 
 // deadlineExceeded: the step in progress began longer than progressDeadlineSeconds ago. A paused
-// cluster makes no progress by the user's choice, so it has no deadline.
+// cluster makes no progress by the user's choice, and waiting for the user to restart clients
+// before the old CA is dropped may rightly take days: neither is a stuck step.
 func (v *view) deadlineExceeded(a Action, step *v1alpha1.StepRecord) bool {
-	if a.Kind == Nothing || a.Reason == ReasonPaused || step == nil {
+	if a.Kind == Nothing || a.Reason == ReasonPaused || a.Reason == ReasonTLSClients || step == nil {
 		return false
 	}
 	return v.f.Now.Sub(step.Since.Time) > v.f.progressDeadline()

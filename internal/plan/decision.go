@@ -64,6 +64,7 @@ const (
 	ReasonExpanding        Reason = "ExpandingStorage"
 	ReasonTLSHold          Reason = "TLSMaterialNotReady"
 	ReasonTLSPending       Reason = "CertificatesInProgress"
+	ReasonTLSClients       Reason = "WaitingForClientRestart"
 	ReasonNotExpandable    Reason = "StorageNotExpandable"
 	ReasonResizingFS       Reason = "ResizingFilesystem"
 	ReasonNoLeaderTarget   Reason = "NoLeadershipTarget"

@@ -52,6 +52,9 @@ type TLS struct {
 	Hold string
 	// Pending: certificate work without disruption is in flight; the cluster is not reconciled.
 	Pending string
+	// AwaitingClients: a CA rotation waits for the user to restart clients that load
+	// certificates once and approve dropping the old CA (Pending says how).
+	AwaitingClients bool
 }
 
 // Member is one EtcdMember with what the controller saw of its Pod and PVC.

@@ -66,6 +66,9 @@ func (v *view) tlsGate(a Action) Action {
 	if t.Hold != "" && (starts || a.Disruption != nil || a.Kind == MoveLeader) {
 		return wait(ReasonTLSHold, "%s waits for TLS material: %s", a, t.Hold)
 	}
+	if a.Kind == Nothing && t.Hold == "" && t.AwaitingClients {
+		return wait(ReasonTLSClients, "%s", t.Pending)
+	}
 	if a.Kind == Nothing && (t.Hold != "" || t.Pending != "") {
 		return wait(ReasonTLSPending, "%s", firstNonEmpty(t.Hold, t.Pending))
 	}

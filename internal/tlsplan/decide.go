@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/etcd-steward/steward/internal/pki"
@@ -35,6 +36,10 @@ type Decision struct {
 	// Pending, when set, says what non-disruptive TLS work is still in flight (a renewal not yet
 	// served, a rotation pass); the cluster is not reconciled until it is done.
 	Pending string
+
+	// AwaitingClients is set while DropOldCA waits for approval or its grace: clients that load
+	// certificates once must restart first. Members keep trusting the old CA meanwhile.
+	AwaitingClients *ClientWait
 
 	// Pass is the CA rotation pass, Done when none is under way.
 	Pass pki.Pass
@@ -101,6 +106,12 @@ func Decide(f Facts) Decision {
 	if err != nil {
 		return Decision{Hold: err.Error(), Pass: pki.Done, Signer: f.CA, Trust: pki.Bundle(f.CA.Cert, certOf(f.NextCA))}
 	}
+	var wait *ClientWait
+	if rot.Pass == pki.DropOldCA && !dropBegun(f.Members, (*Pod).ClientPlaneTrust, pki.Fingerprints(rot.Trust)) {
+		if wait = f.clientWait(rot.Trust, f.appLeafSince(), f.CA.Cert, "the Secret "+f.Cluster+"-client-tls"); wait != nil {
+			rot = keepOldCA(rot, f.CA.Cert, f.NextCA.Cert)
+		}
+	}
 	signer := f.CA
 	if f.NextCA != nil && pki.Fingerprint(rot.Signer) == pki.Fingerprint(f.NextCA.Cert) {
 		signer = f.NextCA
@@ -124,6 +135,10 @@ func Decide(f Facts) Decision {
 	if appWait != "" {
 		d.Pending = appWait
 	}
+	if wait != nil {
+		d.AwaitingClients = wait
+		d.Pending = strings.TrimPrefix(d.Pending+"; "+wait.Message, "; ")
+	}
 	d.status(&f)
 	return d
 }
@@ -141,6 +156,15 @@ func (f *Facts) appsLoadingBundle(rot pki.RotationPlan) string {
 	}
 	return fmt.Sprintf("CA rotation pass SwapLeaves: giving applications until %s to load the widened trust bundle "+
 		"before members present new-signed certificates", f.AppBundleSince.Add(grace).UTC().Format(time.RFC3339))
+}
+
+// appLeafSince is when the application Secret's new-signed certificate was issued: clients that
+// restart from then on load everything DropOldCA leaves them needing. Now when there is none yet.
+func (f *Facts) appLeafSince() time.Time {
+	if f.AppClient == nil || f.NextCA == nil || f.AppClient.Leaf.Cert.CheckSignatureFrom(f.NextCA.Cert) != nil {
+		return f.Now
+	}
+	return f.AppClient.Leaf.Cert.NotBefore.Add(pki.Backdate)
 }
 
 // trustsCurrent refuses a steady state in which a member does not trust the CA or presents a leaf
@@ -227,6 +251,15 @@ func (d *Decision) issue(f *Facts, rot pki.RotationPlan) error {
 				return fmt.Errorf("issuing %s's peer certificate: %w", m.Name, err)
 			}
 			s.Peer, why = leaf, reason
+		}
+		for _, l := range []**pki.Leaf{&s.Server, &s.Peer} {
+			leaf, changed, err := f.chained(*l)
+			if err != nil {
+				return fmt.Errorf("%s's certificate chain: %w", m.Name, err)
+			}
+			if *l = leaf; changed && why == "" {
+				why = "certificate chain for pass " + string(rot.Pass)
+			}
 		}
 		if why != "" {
 			d.WriteMembers = append(d.WriteMembers, MemberWrite{Name: m.Name, Secret: s, Why: why})

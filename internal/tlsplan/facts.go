@@ -59,9 +59,19 @@ type Facts struct {
 	// a leaf only the new bundle verifies; zero means DefaultAppGrace.
 	AppGrace time.Duration
 
+	// ApproveDropOldCA is spec.tls.approveDropOldCA: DropOldCA starts once it holds the
+	// rotation's DropOldCAApproval, or once ClientGrace has passed.
+	ApproveDropOldCA string
+	// ClientGrace is spec.tls.dropOldCAAfter: how long after the clients' new certificate was
+	// published DropOldCA waits without approval; zero means DefaultClientGrace.
+	ClientGrace time.Duration
+
 	// User is set when both planes come from the user's Secrets (source Secret): their material,
 	// already validated, is rolled onto the members instead of anything Steward issues.
 	User *UserTLS
+
+	// cross caches the next CA cross-signed by the current one within one Decide.
+	cross *x509.Certificate
 }
 
 // UserTLS is the validated content of the user's Secrets.

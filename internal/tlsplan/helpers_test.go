@@ -183,6 +183,13 @@ func verify(c *x509.Certificate, pool []*x509.Certificate, u x509.ExtKeyUsage, h
 	return err
 }
 
+// verifyLeaf is verify for a party that presents the leaf with its chain, as TLS sends it.
+func verifyLeaf(l *pki.Leaf, pool []*x509.Certificate, u x509.ExtKeyUsage, host string, now time.Time) error {
+	_, err := l.Cert.Verify(x509.VerifyOptions{Roots: pki.Pool(pool), Intermediates: pki.Pool(l.Chain), DNSName: host,
+		CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{u}})
+	return err
+}
+
 // mentions reports whether s names every one of the words.
 func mentions(s string, words ...string) bool {
 	for _, w := range words {

@@ -54,6 +54,7 @@ func TestWorldRotation(t *testing.T) {
 			w.settleDown(5)
 			old := w.ca
 			w.rotate = tt.requested
+			w.approve = true // waiting for clients has its own simulation (old_client_sim_test.go)
 
 			var passes []pki.Pass
 			var newCA *pki.CA

@@ -31,7 +31,7 @@ func decideUser(f Facts) Decision {
 	}
 	var pending, passes []string
 	for _, p := range userPlanes(f.User) {
-		pass, msg := p.step(f, next, d.TrustOutdated)
+		pass, msg := p.step(f, next, &d)
 		if msg != "" {
 			pending = append(pending, msg)
 		}
@@ -109,8 +109,11 @@ func userPlanes(u *UserTLS) []plane {
 	}
 }
 
-// step moves one plane one pass forward, editing next and marking restarts.
-func (p plane) step(f Facts, next map[string]*MemberSecret, outdated map[string]bool) (pki.Pass, string) {
+// step moves one plane one pass forward, editing next and marking restarts. On the client plane,
+// dropping the old CAs waits for clients that load certificates once (ClientWait), timed from the
+// NotBefore of the user's new certificate: Steward does not know when clients got theirs.
+func (p plane) step(f Facts, next map[string]*MemberSecret, d *Decision) (pki.Pass, string) {
+	outdated := d.TrustOutdated
 	want := pki.Fingerprints(p.user.Trust)
 	var narrow, unwidened, unserved []string
 	for _, m := range f.Members {
@@ -154,6 +157,10 @@ func (p plane) step(f Facts, next map[string]*MemberSecret, outdated map[string]
 			return pass, p.name + " plane: copying the new certificate from the user's Secret to the members"
 		}
 		return pass, fmt.Sprintf("%s plane: waiting for %s to serve the new certificate", p.name, strings.Join(unserved, ", "))
+	case rotating && p.name == "client" && !dropBegun(f.Members, p.trusts, want) &&
+		f.clientWait(p.user.Trust, p.user.Leaf.Cert.NotBefore, nil, "the Secrets you issue them in") != nil:
+		d.AwaitingClients = f.clientWait(p.user.Trust, p.user.Leaf.Cert.NotBefore, nil, "the Secrets you issue them in")
+		return pki.DropOldCA, "client plane: " + d.AwaitingClients.Message // members keep the wider bundle
 	case rotating:
 		for _, s := range next {
 			*p.trust(s) = p.user.Trust
@@ -192,7 +199,9 @@ func sameSecret(a, b *MemberSecret) bool {
 		return a == b
 	}
 	leafEq := func(x, y *pki.Leaf) bool {
-		return x != nil && y != nil && pki.Fingerprint(x.Cert) == pki.Fingerprint(y.Cert)
+		// The chain counts: a user who adds the new CA cross-signed by the old after the leaf
+		// wants it served.
+		return x != nil && y != nil && pki.Fingerprint(x.Cert) == pki.Fingerprint(y.Cert) && sameChain(x, y.Chain)
 	}
 	return leafEq(a.Server, b.Server) && leafEq(a.Peer, b.Peer) &&
 		slices.Equal(pki.Fingerprints(a.Trust), pki.Fingerprints(b.Trust)) &&

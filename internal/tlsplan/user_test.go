@@ -60,6 +60,8 @@ func podFor(s *MemberSecret) *Pod {
 func userFacts(now time.Time, u *UserTLS) Facts {
 	f := facts(now, nil, nil)
 	f.User = u
+	// Approved: waiting for clients before the old CA is dropped has its own test.
+	f.ApproveDropOldCA = DropOldCAApproval(u.Client.Trust)
 	return f
 }
 
@@ -379,7 +381,7 @@ func TestUserCrashSafety(t *testing.T) {
 	a, b, c := mustCA(t, t0.Add(-day), caLife), mustCA(t, t0, caLife), mustCA(t, t0, caLife)
 	u0, u1 := userTLS(t, a, a, t0.Add(-day)), userTLS(t, b, c, t0)
 	f := userSteady(t, 3, u0, t0)
-	f.User = u1
+	f.User, f.ApproveDropOldCA = u1, DropOldCAApproval(u1.Client.Trust)
 	stages := 0
 	for step := 0; step < 20; step++ {
 		d := Decide(f)

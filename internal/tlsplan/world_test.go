@@ -78,6 +78,13 @@ type world struct {
 	cas      map[string]*x509.Certificate // every CA ever created, by fingerprint
 	members  []*simMember
 	rotate   bool // spec.tls.rotateCA asks for a rotation not yet started
+	// approve sets spec.tls.approveDropOldCA to the running rotation's value; grace is
+	// spec.tls.dropOldCAAfter.
+	approve bool
+	grace   time.Duration
+	// frozen is a client that loaded the application Secret once and never reloads it (a
+	// kube-apiserver); nil when there is none.
+	frozen *Material
 
 	app        *Material // the application client Secret
 	appWritten int
@@ -98,7 +105,10 @@ func newWorld(t *testing.T, n int, tick time.Duration, lag int, caLife time.Dura
 
 func (w *world) facts() Facts {
 	f := facts(w.now, w.ca, w.next)
-	f.CALifetime, f.RotateRequested = w.caLife, w.rotate
+	f.CALifetime, f.RotateRequested, f.ClientGrace = w.caLife, w.rotate, w.grace
+	if w.approve && w.next != nil {
+		f.ApproveDropOldCA = DropOldCAApproval([]*x509.Certificate{w.next.Cert})
+	}
 	for _, m := range w.members {
 		mm := Member{Name: m.name, Secret: m.secret}
 		if m.pod != nil {
@@ -181,6 +191,9 @@ func (w *world) broken() []string {
 	if w.appLeaf != nil {
 		appLeaves, appTrusts = append(appLeaves, w.appLeaf), append(appTrusts, w.appTrust)
 	}
+	if w.frozen != nil {
+		appLeaves, appTrusts = append(appLeaves, w.frozen.Leaf), append(appTrusts, w.frozen.Trust)
+	}
 	operator := pki.Bundle(certOf(w.ca), certOf(w.next))
 	clientHost := resources.ClientServiceName(testCluster) + "." + testNamespace + ".svc"
 	for _, a := range w.members {
@@ -196,18 +209,18 @@ func (w *world) broken() []string {
 			}
 			for _, p := range peers {
 				// b dials a: b checks a as a server; a dials b: b checks a as a client.
-				fail(verify(p.Cert, w.pool(b.pod.trust), x509.ExtKeyUsageServerAuth, hostA, w.now), "%s rejects %s's peer leaf as server", b.name, a.name)
-				fail(verify(p.Cert, w.pool(b.pod.trust), x509.ExtKeyUsageClientAuth, "", w.now), "%s rejects %s's peer leaf as client", b.name, a.name)
+				fail(verifyLeaf(p, w.pool(b.pod.trust), x509.ExtKeyUsageServerAuth, hostA, w.now), "%s rejects %s's peer leaf as server", b.name, a.name)
+				fail(verifyLeaf(p, w.pool(b.pod.trust), x509.ExtKeyUsageClientAuth, "", w.now), "%s rejects %s's peer leaf as client", b.name, a.name)
 			}
 		}
 		for _, s := range servers {
 			for _, tr := range appTrusts {
-				fail(verify(s.Cert, tr, x509.ExtKeyUsageServerAuth, clientHost, w.now), "the application rejects %s", a.name)
+				fail(verifyLeaf(s, tr, x509.ExtKeyUsageServerAuth, clientHost, w.now), "the application rejects %s", a.name)
 			}
-			fail(verify(s.Cert, operator, x509.ExtKeyUsageServerAuth, hostA, w.now), "the operator rejects %s", a.name)
+			fail(verifyLeaf(s, operator, x509.ExtKeyUsageServerAuth, hostA, w.now), "the operator rejects %s", a.name)
 		}
 		for _, l := range appLeaves {
-			fail(verify(l.Cert, w.pool(a.pod.trust), x509.ExtKeyUsageClientAuth, "", w.now), "%s rejects the application", a.name)
+			fail(verifyLeaf(l, w.pool(a.pod.trust), x509.ExtKeyUsageClientAuth, "", w.now), "%s rejects the application", a.name)
 		}
 		// The operator holds a client leaf of every CA in the CA Secret and offers the one the
 		// member asks for.

@@ -172,7 +172,8 @@ func TestCARotation(t *testing.T) {
 		medium := c.medium
 		t.Run(label, func(t *testing.T) {
 			t.Parallel()
-			ns := settledCluster(t, "rot", 3, medium)
+			// Every client here reloads the Secret: the shortest wait before dropping the old CA.
+			ns := settledCluster(t, "rot", 3, medium, shortDropGrace)
 			oldCA := caFingerprint(t, ns, "rot")
 			data := putData(t, clientFor(t, ns, "rot"), "/rotation/", 20)
 			w := watchRoll(t, ns, "rot", 3)
@@ -274,6 +275,14 @@ func medium2(m stewardv1.StorageMedium) string {
 		return "PVC"
 	}
 	return string(m)
+}
+
+// shortDropGrace: DropOldCA waits only the 90 s applications that reload need.
+func shortDropGrace(ec *stewardv1.EtcdCluster) {
+	if ec.Spec.TLS == nil {
+		ec.Spec.TLS = &stewardv1.TLSSpec{}
+	}
+	ec.Spec.TLS.DropOldCAAfter = &metav1.Duration{Duration: 90 * time.Second}
 }
 
 func clientServiceAddr(t *testing.T, ns, name string) string {

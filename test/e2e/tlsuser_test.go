@@ -91,8 +91,10 @@ func TestTLSUserSecrets(t *testing.T) {
 	old.writeApp(old.ca)
 	create(t, newCluster(ns, "byo", 3, "", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.TLS = &stewardv1.TLSSpec{
-			Peer:   stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "byo-peer"},
-			Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "byo-server"},
+			// Every client here reloads its Secret: no wait for clients that load theirs once.
+			DropOldCAAfter: &metav1.Duration{Duration: 90 * time.Second},
+			Peer:           stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "byo-peer"},
+			Client:         stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "byo-server"},
 		}
 	}))
 	measure(t, "user Secrets: apply to settled, 3 PVC", waitSettled(t, ns, "byo", 3, 4*time.Minute))

@@ -32,6 +32,9 @@ type Config struct {
 	OperatorNamespace   string
 	OperatorDeployment  string
 	Artifacts           string // directory for failure dumps
+	// KubeAPIServer is the kube-apiserver binary the project builds for envtest: scenarios run
+	// one as an etcd client on the host.
+	KubeAPIServer string
 }
 
 // ConfigFromEnv reads the environment, with defaults matching the local cluster.
@@ -43,6 +46,7 @@ func ConfigFromEnv() Config {
 		OperatorNamespace:   envOr("STEWARD_E2E_OPERATOR_NAMESPACE", "steward-system"),
 		OperatorDeployment:  envOr("STEWARD_E2E_OPERATOR_DEPLOYMENT", "steward-controller-manager"),
 		Artifacts:           envOr("STEWARD_E2E_ARTIFACTS", filepath.Join(os.TempDir(), "steward-e2e")),
+		KubeAPIServer:       envOr("STEWARD_E2E_KUBE_APISERVER", "../../_out/envtest/kube-apiserver"),
 	}
 }
 
