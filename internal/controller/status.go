@@ -42,10 +42,15 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	meta.SetStatusCondition(&s.Conditions, versionCondition(ec, d.VersionWarning))
 	if o.tls != nil {
 		wasWaiting := ec.Status.TLS != nil && ec.Status.TLS.DropOldCA != nil
+		wasOnDelete := expiringReason(ec) == ReasonRotationWaitsForPodDeletion
 		setTLSStatus(ec, o.tls)
 		if w := o.tls.decision.AwaitingClients; w != nil && !wasWaiting {
 			// Once, when the wait starts: the user has to act (or let the grace run out).
 			r.event(ec, corev1.EventTypeWarning, "CARotationWaitingForClients", "%s", w.Message)
+		}
+		if expiringReason(ec) == ReasonRotationWaitsForPodDeletion && !wasOnDelete {
+			c := meta.FindStatusCondition(ec.Status.Conditions, ConditionCertificatesExpiring)
+			r.event(ec, corev1.EventTypeWarning, ReasonRotationWaitsForPodDeletion, "%s", c.Message)
 		}
 	}
 	if d.DeadlineExceeded && !wasDeadlineExceeded(ec) {
@@ -83,6 +88,13 @@ func imageTag(ref string) string {
 	}
 	if t, ok := named.(reference.Tagged); ok {
 		return t.Tag()
+	}
+	return ""
+}
+
+func expiringReason(ec *stewardv1.EtcdCluster) string {
+	if c := meta.FindStatusCondition(ec.Status.Conditions, ConditionCertificatesExpiring); c != nil {
+		return c.Reason
 	}
 	return ""
 }

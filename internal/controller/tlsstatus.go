@@ -1,6 +1,12 @@
 package controller
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,5 +67,29 @@ func setTLSStatus(ec *stewardv1.EtcdCluster, t *tlsObserved) {
 	if d.Expiring != "" {
 		expiring.Status, expiring.Reason, expiring.Message = metav1.ConditionTrue, "NotRenewed", d.Expiring
 	}
+	if msg := onDeleteRotationWait(ec, t); msg != "" {
+		expiring.Status, expiring.Reason, expiring.Message = metav1.ConditionTrue, ReasonRotationWaitsForPodDeletion, msg
+	}
 	meta.SetStatusCondition(&ec.Status.Conditions, expiring)
+}
+
+// ReasonRotationWaitsForPodDeletion: a CA rotation pass needs members restarted and
+// updateStrategy is OnDelete, so it waits for the user to delete their Pods.
+const ReasonRotationWaitsForPodDeletion = "RotationWaitsForPodDeletion"
+
+// onDeleteRotationWait says what a CA rotation waits for under updateStrategy OnDelete, or "". An
+// automatic rotation starts at the CA's renewal point, unannounced; with OnDelete it would stall
+// there silently until the old CA expires and every handshake fails.
+func onDeleteRotationWait(ec *stewardv1.EtcdCluster, t *tlsObserved) string {
+	d := t.decision
+	if ec.Spec.UpdateStrategy.Type != stewardv1.OnDelete || d.Pass == pki.Done || d.Pass == "" || len(d.TrustOutdated) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(d.TrustOutdated))
+	msg := fmt.Sprintf("CA rotation pass %s needs %s restarted and updateStrategy is OnDelete: delete their Pods one at a "+
+		"time, each once the cluster is healthy again", d.Pass, strings.Join(names, ", "))
+	if t.ca != nil {
+		msg += fmt.Sprintf("; the current CA expires at %s", t.ca.Cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return msg
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"crypto/x509"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +58,27 @@ func TestSetTLSStatusDropOldCA(t *testing.T) {
 	setTLSStatus(ec, &tlsObserved{decision: tlsplan.Decision{Pass: pki.DropOldCA}})
 	if ec.Status.TLS.DropOldCA != nil {
 		t.Error("the wait stayed in status after it ended")
+	}
+}
+
+// Issue 10: with updateStrategy OnDelete, a CA rotation pass that needs restarts waits for the
+// user's Pod deletions; the warning says so, names the Pods and when the CA expires, instead of
+// staying silent while the rotation stalls.
+func TestSetTLSStatusOnDeleteRotationWarns(t *testing.T) {
+	expires := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	ec := &stewardv1.EtcdCluster{Spec: stewardv1.EtcdClusterSpec{
+		UpdateStrategy: stewardv1.UpdateStrategy{Type: stewardv1.OnDelete}}}
+	ca := &pki.CA{Cert: &x509.Certificate{NotAfter: expires}}
+	d := tlsplan.Decision{Pass: pki.WidenTrust, TrustOutdated: map[string]bool{"db-2": true, "db-0": true}}
+	setTLSStatus(ec, &tlsObserved{ca: ca, decision: d})
+	c := meta.FindStatusCondition(ec.Status.Conditions, ConditionCertificatesExpiring)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonRotationWaitsForPodDeletion ||
+		!strings.Contains(c.Message, "db-0, db-2") || !strings.Contains(c.Message, "2027-01-01") {
+		t.Fatalf("CertificatesExpiring = %+v", c)
+	}
+	ec.Spec.UpdateStrategy.Type = stewardv1.RollingUpdate
+	setTLSStatus(ec, &tlsObserved{ca: ca, decision: d})
+	if meta.IsStatusConditionTrue(ec.Status.Conditions, ConditionCertificatesExpiring) {
+		t.Errorf("RollingUpdate restarts the members itself: no warning")
 	}
 }
