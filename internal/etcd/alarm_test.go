@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-
-	"github.com/etcd-steward/steward/internal/etcdtest"
 )
 
 // etcd appends each active alarm's text form to Status errors. 3.5 and 3.6 print it with gogo
@@ -33,12 +31,7 @@ func TestSplitErrors(t *testing.T) {
 // An alarm is reported as what it is, and does not make a member that serves look down: NOSPACE
 // leaves reads, deletes, compaction and defragmentation working.
 func TestStatusUnderNOSPACE(t *testing.T) {
-	cl := etcdtest.Start(t, 3)
-	c, err := New(cl.ClientURLs(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	cl, c := startWithClient(t, 3)
 	ctx := tctx(t)
 	cl.RaiseAlarm(ctx, cl.Members[1], "NOSPACE")
 	raisedBy := c.Status(ctx, cl.Members[1].ClientURL).MemberID

@@ -17,6 +17,18 @@ func tctx(t *testing.T) context.Context {
 	return ctx
 }
 
+// startWithClient starts a real n-member cluster and a client of it, both closed with the test.
+func startWithClient(t *testing.T, n int) (*etcdtest.Cluster, *Client) {
+	t.Helper()
+	cl := etcdtest.Start(t, n)
+	c, err := New(cl.ClientURLs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return cl, c
+}
+
 func leaderOf(t *testing.T, c *Client, endpoints []string) (leader uint64, endpoint string) {
 	t.Helper()
 	for _, s := range c.Statuses(tctx(t), endpoints) {
@@ -31,12 +43,7 @@ func leaderOf(t *testing.T, c *Client, endpoints []string) (leader uint64, endpo
 // One test walks a real cluster through every call the controllers make, in the order a scale-up,
 // a leader hand-off and a scale-down use them.
 func TestClientAgainstRealEtcd(t *testing.T) {
-	cl := etcdtest.Start(t, 3)
-	c, err := New(cl.ClientURLs(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	cl, c := startWithClient(t, 3)
 	ctx := tctx(t)
 
 	members, clusterID, err := c.MemberList(ctx)
@@ -155,12 +162,7 @@ func TestClientAgainstRealEtcd(t *testing.T) {
 }
 
 func TestPromoteNotReadyIsTyped(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	c, err := New(cl.ClientURLs(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	_, c := startWithClient(t, 1)
 	// A learner that was added but never started cannot be in sync.
 	added, _, err := addLearner(t, c, "http://127.0.0.1:1")
 	if err != nil {
@@ -191,12 +193,7 @@ func addLearner(t *testing.T, c *Client, peerURL string) (Member, []Member, erro
 // TestMemberConnectionsAreReused: per-member calls reuse one connection per endpoint across
 // reconciles, and Retain drops the connections of endpoints that went.
 func TestMemberConnectionsAreReused(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	c, err := New(cl.ClientURLs(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	cl, c := startWithClient(t, 1)
 	ep := cl.Members[0].ClientURL
 	for range 3 {
 		if s := c.Status(tctx(t), ep); !s.Healthy() {
