@@ -175,6 +175,10 @@ func TestPlanFailedPod(t *testing.T) {
 			f.m("c-2").Deleting = true
 			failed("c-1")(f)
 		}, want: want{kind: DeletePod, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Restart}},
+		{name: "pvc Pod gone and its PVC on its way out: replace", mutate: func(f *Facts) {
+			f.podGone("c-1")
+			f.m("c-1").PVC.Deleting = true
+		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonDataLost, disruption: disruption.Replace}},
 		{name: "memory: replace the member", medium: memory, mutate: failed("c-1"),
 			want: want{kind: RemoveMember, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Replace}},
 		{name: "memory: replaced even while a scale-down's removal waits", medium: memory, mutate: func(f *Facts) {

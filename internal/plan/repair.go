@@ -44,7 +44,7 @@ func (v *view) repair() (Action, bool) {
 			continue
 		}
 		switch {
-		case !m.Pod.Exists && (v.f.memory() || !m.PVC.Exists):
+		case !m.Pod.Exists && (v.f.memory() || !m.PVC.Exists || m.PVC.Deleting):
 			return v.replace(m, ReasonDataLost, "its Pod is gone and its data with it")
 		case m.Pod.Failed && v.f.memory():
 			return v.replace(m, ReasonPodFailed, "its Pod failed and its data in memory with it")
