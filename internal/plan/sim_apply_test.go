@@ -121,9 +121,9 @@ func (w *world) applyObject(m *wMember, a Action) {
 		t := w.entryByID(a.TargetID)
 		switch {
 		case a.MemberID != w.leader:
-			w.violate("MoveLeader from %x, but %x leads", a.MemberID, w.leader)
+			w.staleOr("MoveLeader from %x, but %x leads", a.MemberID, w.leader) // etcd: not leader
 		case t == nil || !w.available(t):
-			w.violate("MoveLeader to %s, which is not an available voter", a.Target)
+			w.staleOr("MoveLeader to %s, which is not an available voter", a.Target) // etcd: timeout
 		default:
 			w.leader = t.id
 		}
@@ -143,12 +143,12 @@ func (w *world) applyObject(m *wMember, a Action) {
 	}
 }
 
-// staleOr: an action that only a stale Pod list explains is what the controller meets too (the API
-// server refuses it, nothing changes); without lag it is a planner bug.
 func (w *world) newUID() int { w.nextUID++; return w.nextUID }
 
+// staleOr: an action that only stale facts explain is what the controller meets too (the API server
+// or etcd refuses it, nothing changes); without lag it is a planner bug.
 func (w *world) staleOr(format string, args ...any) {
-	if w.lag == 0 {
+	if w.lag == 0 && w.etcdLag == 0 {
 		w.violate(format, args...)
 	}
 }
@@ -160,11 +160,12 @@ func (w *world) addLearner(m *wMember, crash, early bool) {
 	}
 	for _, e := range w.etcd {
 		if e.learner {
-			w.violate("MemberAddAsLearner %s while learner %x exists", m.name, e.id)
+			w.staleOr("MemberAddAsLearner %s while learner %x exists", m.name, e.id) // etcd: too many learners
+			return
 		}
 	}
 	if w.entry(m) != nil {
-		w.violate("MemberAddAsLearner %s: already a member", m.name)
+		w.staleOr("MemberAddAsLearner %s: already a member", m.name) // etcd: peer URL exists
 		return
 	}
 	w.nextID++
@@ -179,7 +180,7 @@ func (w *world) promote(m *wMember, a Action, crash bool) {
 	e := w.entryByID(a.MemberID)
 	switch {
 	case e == nil || !e.learner:
-		w.violate("PromoteLearner %s: %x is not a learner", m.name, a.MemberID)
+		w.staleOr("PromoteLearner %s: %x is not a learner", m.name, a.MemberID) // etcd refuses
 		return
 	case !w.up(e) || e.lag > 0:
 		return // etcd: "learner not ready"; the plan retries
@@ -196,8 +197,15 @@ func (w *world) disrupt(f Facts, a Action) {
 		w.violate("%s %s carries no disruption request: it would bypass the chokepoint", a.Kind, a.Member)
 		return
 	}
-	err := disruption.New(effects{w: w, a: a}).Do(context.Background(), f.DisruptionView(), *a.Disruption)
-	if err != nil {
+	view := f.DisruptionView()
+	err := disruption.New(effects{w: w, a: a}).Do(context.Background(), view, *a.Disruption)
+	switch {
+	case err == nil:
+	case disruption.Check(view, *a.Disruption) == nil:
+		// Allowed on the plan's facts, refused on the Disrupter's fresh read: the second read did
+		// its job (the plan's facts were stale).
+		w.staleOr("a disruption allowed on the plan's facts was refused on a fresh read: %v", err)
+	default:
 		w.violate("the plan proposed a disruption the chokepoint refuses: %v", err)
 	}
 }
@@ -242,7 +250,7 @@ func (x effects) RemoveMember(_ context.Context, name string, id uint64) error {
 	w := x.w
 	e := w.entryByID(id)
 	if e == nil {
-		w.violate("MemberRemove %s: %x is not a member", name, id)
+		w.staleOr("MemberRemove %s: %x is not a member", name, id) // etcd: member not found, taken as done
 		return nil
 	}
 	if !e.learner {

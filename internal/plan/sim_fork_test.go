@@ -49,11 +49,11 @@ func (w *world) fork() *world {
 }
 
 // heal stops the outside world from breaking members: processes no longer crash, Pods schedule,
-// volumes grow, and the operator no longer dies mid-step. Failed Pods stay Failed: only the
+// volumes grow, the operator no longer dies mid-step, and its reads are no longer stale. Failed Pods stay Failed: only the
 // planner can get rid of them. Scenarios that end blocked on the user by design (a single member
 // without allowDowntime, a StorageClass that cannot expand) run without the check (see stuck).
 func (w *world) heal() {
-	w.crashRate, w.growPaused = 0, false
+	w.crashRate, w.growPaused, w.lag, w.etcdLag = 0, false, 0, 0
 	w.unschedulable = map[string]bool{}
 	for _, m := range w.members {
 		// A Pod of a member already out of etcd keeps failing: etcd refuses a removed member.

@@ -169,7 +169,7 @@ func Test_RollingSequences(t *testing.T) {
 		for _, med := range tt.media {
 			t.Run(fmt.Sprintf("%s/%s", tt.name, mediumName(med)), func(t *testing.T) {
 				w := formedWorld(t, tt.n, med)
-				w.lag = simLag
+				w.lag, w.etcdLag = simLag, simLag
 				before := ids(w)
 				w.converge(tt.hooks)
 				w.assertConverged()

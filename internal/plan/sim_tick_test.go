@@ -142,7 +142,12 @@ func (w *world) facts() Facts {
 		f.Members, uids = w.staleMembers, w.staleUIDs
 		w.staleServed++
 	}
-	w.staleMembers, w.staleUIDs, w.seenUIDs = f.Members, uids, uids
+	live := f.Etcd
+	if w.etcdLag > 0 && w.staleEtcd != nil && w.rng.Float64() < w.etcdLag {
+		f.Etcd = *w.staleEtcd // etcd read before the Kubernetes facts changed
+		w.staleServed++
+	}
+	w.staleMembers, w.staleUIDs, w.seenUIDs, w.staleEtcd = f.Members, uids, uids, &live
 	return f
 }
 

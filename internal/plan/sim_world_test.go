@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/health"
 )
 
 type world struct {
@@ -51,6 +52,10 @@ type world struct {
 	staleMembers []Member
 	staleUIDs    map[string]int
 	staleServed  int
+	// etcdLag is the chance a step plans on the previous step's etcd facts (read before the
+	// Kubernetes facts changed); staleEtcd are those facts.
+	etcdLag   float64
+	staleEtcd *health.Facts
 	// seenUIDs are the Pod UIDs the facts of this step showed: a deletion is preconditioned on
 	// them, as the controller's is; nextUID numbers new Pods.
 	seenUIDs map[string]int
