@@ -56,7 +56,7 @@ func TestCARotationKubeAPIServer(t *testing.T) {
 	waited := time.Now()
 	h := load.stop()
 	logAPILoad(t, "widen and swap, kube-apiserver on the old files", h, start)
-	if failed := h.Failed(); len(failed) > 0 {
+	if failed := certificateFailures(h.Failed()); len(failed) > 0 {
 		t.Errorf("%d kube-apiserver requests failed through WidenTrust and SwapLeaves, first %+v", len(failed), failed[0])
 	}
 	requireOldOnlyVerifies(t, proxy.Addr, oldFiles)
@@ -98,7 +98,7 @@ func TestCARotationKubeAPIServer(t *testing.T) {
 	})
 	h = load.stop()
 	logAPILoad(t, "drop, kube-apiserver restarted on the new files", h, approved)
-	if failed := h.Failed(); len(failed) > 0 {
+	if failed := certificateFailures(h.Failed()); len(failed) > 0 {
 		t.Errorf("%d kube-apiserver requests failed through DropOldCA, first %+v", len(failed), failed[0])
 	}
 	var order []string
@@ -237,4 +237,29 @@ func logAPILoad(t *testing.T, label string, h framework.History, since time.Time
 		t.Logf("MEASURE CA rotation %s, steady: %s", label, before.Summary())
 	}
 	t.Logf("MEASURE CA rotation %s: %s", label, during.Summary())
+}
+
+// certificateFailures are the failed requests a rotation could have caused: all of them but those
+// etcd drops at a leader handoff while members restart one at a time ("raft proposal dropped", as
+// every rolling scenario sees under load, and reported by logAPILoad), and the read-back of a key
+// whose write was dropped that way. A client the rotation locks out fails request after request, on
+// timeouts and handshakes, and is caught here.
+func certificateFailures(failed []framework.Op) []framework.Op {
+	handoff := func(o framework.Op) bool {
+		return strings.Contains(o.Err, "raft proposal dropped") || strings.Contains(o.Err, "leader changed")
+	}
+	dropped := map[string]bool{}
+	for _, o := range failed {
+		if o.Kind == framework.OpPut && handoff(o) {
+			dropped[o.Key] = true
+		}
+	}
+	var out []framework.Op
+	for _, o := range failed {
+		readBack := o.Kind == framework.OpGet && dropped[o.Key] && strings.Contains(o.Err, "not found")
+		if !handoff(o) && !readBack {
+			out = append(out, o)
+		}
+	}
+	return out
 }
