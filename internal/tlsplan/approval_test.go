@@ -90,14 +90,7 @@ func TestUserDropOldCAWaitsForClients(t *testing.T) {
 			if until(d) {
 				return d
 			}
-			applyWrites(&f, d)
-			for i := range f.Members {
-				s := readBack(*f.Members[i].Secret)
-				f.Members[i].Secret = &s
-			}
-			if out := outdatedNames(d); len(out) > 0 {
-				restartMember(&f, out[len(out)-1])
-			}
+			landStep(&f, d)
 			for i := range f.Members {
 				f.Members[i].Pod.Served, f.Members[i].Pod.ServedPeer = f.Members[i].Secret.Server.Cert, f.Members[i].Secret.Peer.Cert
 			}

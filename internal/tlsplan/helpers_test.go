@@ -113,6 +113,20 @@ func serveSecrets(f *Facts) {
 
 // applyWrites lands a decision's Secret writes in f, as the controller does before the next
 // reconcile reads them.
+// landStep carries out one decision as the controller and the kubelet would: the writes land, every
+// member's mounted Secret reads back what was written, and the highest-ordinal outdated member
+// restarts.
+func landStep(f *Facts, d Decision) {
+	applyWrites(f, d)
+	for i := range f.Members {
+		s := readBack(*f.Members[i].Secret)
+		f.Members[i].Secret = &s
+	}
+	if out := outdatedNames(d); len(out) > 0 {
+		restartMember(f, out[len(out)-1])
+	}
+}
+
 func applyWrites(f *Facts, d Decision) {
 	if d.WriteCA != nil {
 		f.CA, f.NextCA = d.WriteCA.Current, d.WriteCA.Next

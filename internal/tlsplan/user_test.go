@@ -408,14 +408,7 @@ func TestUserCrashSafety(t *testing.T) {
 				t.Fatalf("step %d, after a crash past the first write:\n%s\nwant the rest of\n%s", step, userSummary(after), userSummary(d))
 			}
 		}
-		applyWrites(&f, d)
-		for i := range f.Members {
-			s := readBack(*f.Members[i].Secret)
-			f.Members[i].Secret = &s
-		}
-		if out := outdatedNames(d); len(out) > 0 {
-			restartMember(&f, out[len(out)-1])
-		}
+		landStep(&f, d)
 		for i := range f.Members { // everyone serves what its Secret holds by the next reconcile
 			f.Members[i].Pod.Served, f.Members[i].Pod.ServedPeer = f.Members[i].Secret.Server.Cert, f.Members[i].Secret.Peer.Cert
 		}
