@@ -7,6 +7,7 @@ import (
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!(has(self.storage.medium) && self.storage.medium == 'Memory' && self.replicas == 0)",message="spec.replicas: 0 is refused with spec.storage.medium Memory: a memory-backed cluster scaled to zero loses all its data"
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || self.podDisruptionBudget.minAvailable <= self.replicas",message="spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="spec.bootstrap is immutable: it is read only when the cluster is created"
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !self.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",messageExpression="'spec.version: ' + oldSelf.version + ' -> ' + self.version + ' is refused: etcd upgrades one minor version at a time and cannot be downgraded to an older minor; patch changes within a minor are allowed'"
 type EtcdClusterSpec struct {
 	// replicas is the number of etcd members. 0 makes a PVC-backed cluster dormant: Pods go, PVCs
@@ -45,8 +46,11 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={}
 	TLS *TLSSpec `json:"tls,omitempty"`
 
-	// Authentication (auth) and restore from a backup (bootstrap) arrive in later versions of this
-	// API.
+	// bootstrap seeds a new cluster from a snapshot (restore). Read only at creation; immutable.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// Authentication (auth) arrives in a later version of this API.
 }
 
 // UpdateStrategyType is how changed settings reach running members.
@@ -146,8 +150,17 @@ type EtcdClusterStatus struct {
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, RollingUpdate, and with TLS TLSMaterialValid and
-	// CertificatesExpiring.
+	// backup is the newest successful backup of this cluster.
+	// +optional
+	Backup *BackupSummary `json:"backup,omitempty"`
+
+	// restore records the snapshot this cluster was restored from.
+	// +optional
+	Restore *RestoreStatus `json:"restore,omitempty"`
+
+	// conditions: Available, Progressing, Degraded, RollingUpdate, with TLS TLSMaterialValid and
+	// CertificatesExpiring, BackupReady when a schedule targets the cluster, and Restored when it
+	// bootstraps from a backup.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -1,0 +1,64 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BootstrapSpec says where a new cluster's data comes from. It is read only when the cluster is
+// created and cannot change afterwards.
+type BootstrapSpec struct {
+	// restore seeds the new cluster from a snapshot.
+	// +optional
+	Restore *RestoreSpec `json:"restore,omitempty"`
+}
+
+// RestoreSpec names the snapshot a new cluster starts from: an EtcdBackup, or an object directly.
+// +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.source)",message="set exactly one of backupName or source"
+type RestoreSpec struct {
+	// backupName is a Succeeded EtcdBackup in the same namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	BackupName string `json:"backupName,omitempty"`
+	// source is a snapshot object written by Steward (or by etcdctl snapshot save) in a bucket or
+	// volume.
+	// +optional
+	Source *RestoreSource `json:"source,omitempty"`
+	// bumpRevision is added to the snapshot's revision (etcdutl --bump-revision), and every
+	// revision up to the new one is marked compacted, so watchers and Kubernetes clients never see
+	// revisions go backwards: they must re-list.
+	// +optional
+	// +kubebuilder:default=1000000000
+	// +kubebuilder:validation:Minimum=0
+	BumpRevision *int64 `json:"bumpRevision,omitempty"`
+}
+
+// RestoreSource is an object in a bucket or a file on a volume.
+type RestoreSource struct {
+	BackupStorage `json:",inline"`
+	// key is the snapshot's object key (including any prefix), or its path inside the volume.
+	// +kubebuilder:validation:MinLength=1
+	Key string `json:"key"`
+	// sha256 of the object, when known; otherwise the manifest next to the object is trusted.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{64}$`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// BackupSummary is the cluster's newest successful backup.
+type BackupSummary struct {
+	// lastSuccessfulBackup is the newest Succeeded EtcdBackup of this cluster.
+	// +optional
+	LastSuccessfulBackup *BackupRef `json:"lastSuccessfulBackup,omitempty"`
+}
+
+// RestoreStatus records where a restored cluster's data came from.
+type RestoreStatus struct {
+	// source is the backup name or object location restored.
+	Source string `json:"source"`
+	// revision of the snapshot (before the bump).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// restoredAt is when the restored seed formed the cluster.
+	// +optional
+	RestoredAt *metav1.Time `json:"restoredAt,omitempty"`
+}
