@@ -191,6 +191,14 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 		member.Trust = tlsplan.FormatPlaneTrust(ms.Trust, ms.ClientBundle())
 	}
 	pod := resources.Pod(member, r.EtcdImageRepository)
+	if boot.State == resources.StateNew && o.restore != nil {
+		if o.restore.hold != "" {
+			return errors.New(o.restore.hold)
+		}
+		if err := r.withRestore(ctx, ec, pod, o.restore, boot.InitialCluster); err != nil {
+			return err
+		}
+	}
 	if err := controllerutil.SetControllerReference(m, pod, r.Client.Scheme()); err != nil {
 		return err
 	}

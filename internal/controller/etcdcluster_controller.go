@@ -44,6 +44,8 @@ type EtcdClusterReconciler struct {
 	EtcdImageRepository string
 	// Clock returns the time; nil means time.Now. Tests inject their own.
 	Clock func() time.Time
+	// Image returns the Steward image, which a restored seed's fetch init container runs.
+	Image func(ctx context.Context) (string, error)
 
 	// certificatesApplied remembers, per cluster UID, when its cert-manager Certificates were
 	// last applied (certificatesRecord); losing it on restart costs one re-apply.
@@ -89,6 +91,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	o.tls = tlsObs
+	if o.restore, err = r.resolveRestore(ctx, &ec); err != nil {
+		return ctrl.Result{}, err
+	}
+	if o.restore != nil {
+		o.facts.RestoreHold = o.restore.hold
+	}
 	if tlsObs != nil {
 		if err := r.reconcileTLS(ctx, &ec, o, tlsObs); err != nil {
 			return ctrl.Result{}, err

@@ -36,6 +36,8 @@ type observed struct {
 	endpoints map[string]string
 	// tls is nil for a plaintext cluster.
 	tls *tlsObserved
+	// restore is the snapshot a cluster that never formed is seeded from (spec.bootstrap.restore).
+	restore *restoreSource
 }
 
 // gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.

@@ -40,6 +40,7 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 		meta.SetStatusCondition(&s.Conditions, c)
 	}
 	meta.SetStatusCondition(&s.Conditions, versionCondition(ec, d.VersionWarning))
+	r.setRestoreStatus(ec, o)
 	if o.tls != nil {
 		wasWaiting := ec.Status.TLS != nil && ec.Status.TLS.DropOldCA != nil
 		wasOnDelete := expiringReason(ec) == ReasonRotationWaitsForPodDeletion

@@ -3,6 +3,7 @@ package manager
 import (
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +17,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupctl"
+	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/resources"
@@ -44,10 +47,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	backupJobs, err := labels.Parse(backupjob.LabelBackup)
+	if err != nil {
+		return nil, err
+	}
 	cacheOpts := cache.Options{SyncPeriod: &sync, ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   {Label: owned},
 		&corev1.PersistentVolumeClaim{}: {Label: owned},
 		&corev1.Secret{}:                {Label: owned},
+		&batchv1.Job{}:                  {Label: backupJobs},
 	}}
 	if len(o.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -75,15 +83,27 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	image := &selfImage{flag: o.OperatorImage, reader: mgr.GetAPIReader()}
 	r := &controller.EtcdClusterReconciler{
 		Client:              mgr.GetClient(),
 		APIReader:           mgr.GetAPIReader(),
 		Recorder:            mgr.GetEventRecorder("steward"),
 		Etcd:                etcd.NewPool(),
 		EtcdImageRepository: o.EtcdImageRepository,
+		Image:               image.get,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdCluster controller: %w", err)
+	}
+	br := &backupctl.BackupReconciler{
+		Client:              mgr.GetClient(),
+		APIReader:           mgr.GetAPIReader(),
+		Recorder:            mgr.GetEventRecorder("steward"),
+		Image:               image.get,
+		EtcdImageRepository: o.EtcdImageRepository,
+	}
+	if err := br.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EtcdBackup controller: %w", err)
 	}
 	return mgr, nil
 }

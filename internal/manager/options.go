@@ -28,6 +28,9 @@ type Options struct {
 	MetricsAddr string
 	// SyncPeriod is how often every object is reconciled even when nothing changed.
 	SyncPeriod time.Duration
+	// OperatorImage is the image backup Jobs and restore init containers run; empty means the
+	// operator's own Pod's image.
+	OperatorImage string
 }
 
 // BindFlags registers the options on fs with their defaults.
@@ -44,6 +47,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "full resync period")
+	fs.StringVar(&o.OperatorImage, "operator-image", "",
+		"image of backup Jobs and restore init containers (default: the operator Pod's own image)")
 }
 
 // Validate reports options that cannot work, before anything starts.

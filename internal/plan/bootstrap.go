@@ -32,6 +32,9 @@ func (v *view) bootstrap() (Action, bool) {
 	if v.f.replicas() == 0 {
 		return act(Nothing, "", ReasonDormant, "spec.replicas is 0 and the cluster never formed"), true
 	}
+	if v.f.RestoreHold != "" {
+		return wait(ReasonRestoreRefused, "%s", v.f.RestoreHold), true
+	}
 	active := v.active()
 	if len(active) == 0 {
 		if a, ok := v.adoptBeforeCreate(); ok {

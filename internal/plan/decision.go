@@ -26,6 +26,7 @@ const (
 	ReasonSpecChanged      Reason = "SpecChanged"
 	ReasonVersionSkew      Reason = "VersionStepRefused"
 	ReasonBootstrapping    Reason = "Bootstrapping"
+	ReasonRestoreRefused   Reason = "RestoreRefused"
 	ReasonDormant          Reason = "Dormant"
 	ReasonGoingDormant     Reason = "GoingDormant"
 	ReasonQuorumLost       Reason = "QuorumLost"

@@ -45,6 +45,9 @@ type Facts struct {
 	Limits Limits
 	// TLS is what the certificate step (internal/tlsplan) reported.
 	TLS TLS
+	// RestoreHold says why spec.bootstrap.restore cannot seed the cluster (a missing, failed or
+	// too-new backup); while set, a cluster that never formed creates nothing.
+	RestoreHold string
 }
 
 // TLS is the certificate step's verdict for the plan.

@@ -116,6 +116,17 @@ func TestPlanBootstrap(t *testing.T) {
 			seedPending(f)
 			f.m("c-0").PVC = PVC{Exists: true, Foreign: true}
 		}, want: want{kind: Wait, reason: ReasonForeignPVC}},
+		{name: "restore refused: no seed is created", mutate: func(f *Facts) {
+			fresh(f)
+			f.RestoreHold = `EtcdBackup "b1" is Failed`
+		}, want: want{kind: Wait, reason: ReasonRestoreRefused, message: `EtcdBackup "b1" is Failed`}},
+		{name: "restore refused: a seed without a Pod is not started", mutate: func(f *Facts) {
+			seedPending(f)
+			f.RestoreHold = "backup from etcd 3.7 is newer than spec.version 3.6.16"
+		}, want: want{kind: Wait, reason: ReasonRestoreRefused}},
+		{name: "restore hold is ignored once the cluster formed", mutate: func(f *Facts) {
+			f.RestoreHold = "the backup was deleted after the restore"
+		}, want: want{kind: Nothing, reason: ReasonReconciled}},
 		{name: "replicas 0 before forming: nothing", mutate: func(f *Facts) { fresh(f); f.setReplicas(0) },
 			want: want{kind: Nothing, reason: ReasonDormant}},
 		{name: "seed listed but recorded Pending: record it", mutate: func(f *Facts) {

@@ -1,0 +1,194 @@
+package backupctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// Source picks the member to stream from: a ready follower (the highest ordinal, the one a roll
+// reaches first, is fine: a snapshot does not disrupt it), the leader only when it is alone.
+func Source(ec *v1.EtcdCluster) (string, bool) {
+	members := slices.Clone(ec.Status.Members)
+	slices.SortFunc(members, func(a, b v1.MemberStatus) int { return strings.Compare(b.Name, a.Name) })
+	for _, m := range members {
+		if m.Ready && m.Role == v1.RoleFollower {
+			return m.Name, true
+		}
+	}
+	if len(members) == 1 && members[0].Ready && members[0].Role == v1.RoleLeader {
+		return members[0].Name, true
+	}
+	return "", false
+}
+
+// ClientSecretName is the Secret whose client certificate the Job presents: Steward's
+// application client Secret, or the user's client-plane Secret with source Secret.
+func ClientSecretName(ec *v1.EtcdCluster) string {
+	if t := ec.Spec.TLS; t != nil && t.Client.Source == v1.TLSSourceSecret && t.Client.SecretName != "" {
+		return t.Client.SecretName
+	}
+	return resources.ClientTLSSecretName(ec.Name)
+}
+
+// outcome is what a Job came to.
+type outcome struct {
+	missing bool
+	done    bool
+	// message is the succeeded container's termination message (its JSON result).
+	message string
+	// failed says why the Job cannot succeed.
+	failed string
+}
+
+// startFailures are container states that never resolve by waiting: a missing Secret or key, an
+// image that cannot be pulled.
+var startFailures = []string{"CreateContainerConfigError", "CreateContainerError", "ErrImagePull",
+	"ImagePullBackOff", "InvalidImageName"}
+
+func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (outcome, error) {
+	var job batchv1.Job
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); apierrors.IsNotFound(err) {
+		return outcome{missing: true}, nil
+	} else if err != nil {
+		return outcome{}, err
+	}
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"job-name": name}); err != nil {
+		return outcome{}, err
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			for _, p := range pods.Items {
+				if msg, ok := terminated(p, 0); ok {
+					return outcome{done: true, message: msg}, nil
+				}
+			}
+			return outcome{done: true}, nil
+		case batchv1.JobFailed:
+			why := c.Reason + ": " + c.Message
+			for _, p := range pods.Items {
+				if msg, ok := terminated(p, 1); ok {
+					why = resultError(msg)
+					break
+				}
+			}
+			return outcome{failed: why}, nil
+		}
+	}
+	for _, p := range pods.Items {
+		for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			if w := s.State.Waiting; w != nil && slices.Contains(startFailures, w.Reason) {
+				_ = r.Client.Delete(ctx, &job, client.PropagationPolicy("Background"))
+				return outcome{failed: fmt.Sprintf("the %s Pod cannot start: %s: %s", job.Labels[backupjob.LabelTask], w.Reason, w.Message)}, nil
+			}
+		}
+	}
+	return outcome{}, nil
+}
+
+// terminated returns the main container's termination message when it exited with (code != 0)
+// matching want (0 = success, 1 = failure).
+func terminated(p corev1.Pod, want int) (string, bool) {
+	for _, s := range p.Status.ContainerStatuses {
+		t := s.State.Terminated
+		if t == nil {
+			continue
+		}
+		if (t.ExitCode == 0) == (want == 0) {
+			return t.Message, true
+		}
+	}
+	return "", false
+}
+
+// result is the JSON line the snapshot subcommands write to the termination log.
+type result struct {
+	Error       string `json:"error,omitempty"`
+	Member      string `json:"member,omitempty"`
+	ClusterID   string `json:"clusterID,omitempty"`
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	Revision    int64  `json:"revision,omitempty"`
+	Size        int64  `json:"size,omitempty"`
+	SHA256      string `json:"sha256,omitempty"`
+	Compression string `json:"compression,omitempty"`
+	Location    string `json:"location,omitempty"`
+	Key         string `json:"key,omitempty"`
+	// The restore drill's fields.
+	Verified        bool    `json:"verified,omitempty"`
+	DurationSeconds float64 `json:"durationSeconds,omitempty"`
+	Message         string  `json:"message,omitempty"`
+}
+
+func parseResult(msg string) (result, error) {
+	var res result
+	line := strings.TrimSpace(msg)
+	if i := strings.LastIndex(line, "\n"); i >= 0 {
+		line = line[i+1:]
+	}
+	if line == "" {
+		return res, fmt.Errorf("the termination message is empty")
+	}
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		return res, fmt.Errorf("%w (message %q)", err, truncate(line, 200))
+	}
+	if res.Error != "" {
+		return res, fmt.Errorf("%s", res.Error)
+	}
+	return res, nil
+}
+
+// resultError is the failure a Pod reported, or its last log lines.
+func resultError(msg string) string {
+	var res result
+	line := strings.TrimSpace(msg)
+	if i := strings.LastIndex(line, "\n"); i >= 0 {
+		line = line[i+1:]
+	}
+	if json.Unmarshal([]byte(line), &res) == nil {
+		if res.Error != "" {
+			return res.Error
+		}
+		if res.Message != "" {
+			return res.Message
+		}
+	}
+	return truncate(strings.TrimSpace(msg), 500)
+}
+
+func (res result) fill(s *v1.EtcdBackupStatus) {
+	if res.Member != "" {
+		s.Member = res.Member
+	}
+	s.ClusterID, s.EtcdVersion, s.Revision = res.ClusterID, res.EtcdVersion, res.Revision
+	s.Size, s.SHA256 = res.Size, res.SHA256
+	if res.Compression != "" {
+		s.Compression = v1.BackupCompression(res.Compression)
+	}
+	if res.Key != "" {
+		s.Key = res.Key
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

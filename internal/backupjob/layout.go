@@ -1,0 +1,57 @@
+// Package backupjob builds the Pods that move snapshot data: the Job that streams a snapshot from
+// a member to storage, the restore drill, the Job that deletes an object, and the init containers
+// that seed a restored cluster. Pure builders: no client, no clock.
+//
+// Data never passes through the operator: object-store credentials are mounted only into these
+// Pods (from the Secret the user names), and a Job keeps running when the operator restarts.
+package backupjob
+
+import (
+	"path"
+	"strings"
+
+	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// Object layout: every backup is a directory of two objects, the snapshot and, written after it
+// completed, its manifest (revision, cluster ID, version, size, sha256).
+const (
+	SnapshotFile     = "snapshot.db"
+	SnapshotFileZstd = "snapshot.db.zst"
+	ManifestFile     = "manifest.json"
+)
+
+// Dir is the backup's directory: <prefix><namespace>/<cluster>/<backup>/ (prefix is the bucket
+// prefix or the volume path).
+func Dir(storage v1.BackupStorage, namespace, cluster, backup string) string {
+	prefix := ""
+	switch {
+	case storage.S3 != nil:
+		prefix = storage.S3.Prefix
+	case storage.Volume != nil && storage.Volume.Path != "":
+		prefix = strings.TrimSuffix(storage.Volume.Path, "/") + "/"
+	}
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return prefix + path.Join(namespace, cluster, backup) + "/"
+}
+
+// SnapshotKey is the snapshot object's key (or path inside the volume).
+func SnapshotKey(storage v1.BackupStorage, namespace, cluster, backup string, c v1.BackupCompression) string {
+	if c == v1.CompressionNone {
+		return Dir(storage, namespace, cluster, backup) + SnapshotFile
+	}
+	return Dir(storage, namespace, cluster, backup) + SnapshotFileZstd
+}
+
+// Location is how status names an object: s3://bucket/key or pvc://claim/key.
+func Location(storage v1.BackupStorage, key string) string {
+	if storage.S3 != nil {
+		return "s3://" + storage.S3.Bucket + "/" + key
+	}
+	if storage.Volume != nil {
+		return "pvc://" + storage.Volume.PersistentVolumeClaimName + "/" + key
+	}
+	return key
+}

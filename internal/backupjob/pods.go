@@ -1,0 +1,221 @@
+package backupjob
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// Labels on backup Jobs and their Pods. They carry no etcd.steward.dev/cluster label: that label
+// means "a member's Pod" to the cluster controller.
+const (
+	LabelBackup = "etcd.steward.dev/backup"
+	LabelOf     = "etcd.steward.dev/backup-of"
+	LabelTask   = "etcd.steward.dev/backup-task"
+)
+
+// Tasks a Job performs.
+const (
+	TaskSave   = "save"
+	TaskVerify = "verify"
+	TaskDelete = "delete"
+)
+
+// Mount paths inside the data-moving containers.
+const (
+	etcdTLSDir  = "/etc/steward/etcd-tls"
+	s3CADir     = "/etc/steward/s3-ca"
+	volumeDir   = "/backup"
+	toolsDir    = "/tools"
+	workDir     = "/work"
+	resultFile  = "/dev/termination-log"
+	jobDeadline = 30 * 60
+)
+
+// EtcdTLS is the client Secret the snapshot stream authenticates with (tls.crt, tls.key, ca.crt).
+type EtcdTLS struct{ SecretName string }
+
+// Job is what every data-moving Job needs.
+type Job struct {
+	Name      string
+	Namespace string
+	Backup    string
+	Cluster   string
+	// Image is the Steward image (its binary holds the snapshot subcommands).
+	Image   string
+	Storage v1.BackupStorage
+	Key     string
+	Owner   *metav1.OwnerReference
+}
+
+// SaveJob streams a snapshot from endpoint (one member's client URL) to storage.
+func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression v1.BackupCompression) *batchv1.Job {
+	args := []string{"snapshot", "save", "--endpoint=" + endpoint, "--key=" + j.Key,
+		"--compression=" + string(compression), "--result-file=" + resultFile}
+	args = append(args, storageArgs(j.Storage)...)
+	c := container("save", j.Image, args, j.Storage)
+	vols := storageVolumes(j.Storage)
+	if tls != nil {
+		c.Args = append(c.Args, "--cacert="+etcdTLSDir+"/ca.crt", "--cert="+etcdTLSDir+"/tls.crt", "--keyfile="+etcdTLSDir+"/tls.key")
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "etcd-tls", MountPath: etcdTLSDir, ReadOnly: true})
+		vols = append(vols, secretVolume("etcd-tls", tls.SecretName, nil))
+	}
+	return job(j, TaskSave, corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: vols}, 1)
+}
+
+// VerifyJob is the restore drill: the Steward binary is copied into an etcd image, which restores
+// the snapshot into a throwaway etcd bound to loopback and checks its revision and hash.
+func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
+	install := container("install", j.Image, []string{"install-self", toolsDir + "/steward"}, v1.BackupStorage{})
+	install.VolumeMounts = []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir}}
+	args := []string{"snapshot", "verify", "--key=" + j.Key, "--expect-sha256=" + sha256,
+		"--bump-revision=" + strconv.FormatInt(bump, 10), "--workdir=" + workDir,
+		"--etcd=/usr/local/bin/etcd", "--etcdutl=/usr/local/bin/etcdutl", "--result-file=" + resultFile}
+	args = append(args, storageArgs(j.Storage)...)
+	c := container("verify", etcdImage, args, j.Storage)
+	c.Command = []string{toolsDir + "/steward"}
+	c.SecurityContext = nil // the etcd image runs as root and writes its data dir
+	c.VolumeMounts = append(c.VolumeMounts,
+		corev1.VolumeMount{Name: "tools", MountPath: toolsDir, ReadOnly: true},
+		corev1.VolumeMount{Name: "work", MountPath: workDir})
+	vols := append(storageVolumes(j.Storage),
+		corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	return job(j, TaskVerify, corev1.PodSpec{InitContainers: []corev1.Container{install}, Containers: []corev1.Container{c}, Volumes: vols}, 0)
+}
+
+// DeleteJob removes the backup's objects (snapshot and manifest).
+func DeleteJob(j Job) *batchv1.Job {
+	args := append([]string{"snapshot", "delete", "--key=" + j.Key, "--result-file=" + resultFile}, storageArgs(j.Storage)...)
+	c := container("delete", j.Image, args, j.Storage)
+	return job(j, TaskDelete, corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: storageVolumes(j.Storage)}, 2)
+}
+
+func job(j Job, task string, spec corev1.PodSpec, retries int32) *batchv1.Job {
+	labels := map[string]string{LabelBackup: j.Backup, LabelOf: j.Cluster, LabelTask: task,
+		"app.kubernetes.io/managed-by": "steward"}
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	spec.AutomountServiceAccountToken = ptr.To(false)
+	spec.EnableServiceLinks = ptr.To(false)
+	spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](65532),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	jb := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            ptr.To(retries),
+			ActiveDeadlineSeconds:   ptr.To[int64](jobDeadline),
+			TTLSecondsAfterFinished: ptr.To[int32](3600),
+			Template:                corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+	if j.Owner != nil {
+		jb.OwnerReferences = []metav1.OwnerReference{*j.Owner}
+	}
+	return jb
+}
+
+// container runs the Steward binary with the object-store credentials as environment variables,
+// mapped from the user's Secret: they exist only in this container.
+func container(name, image string, args []string, s v1.BackupStorage) corev1.Container {
+	c := corev1.Container{
+		Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:                  []string{"/steward"},
+		Args:                     args,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	if s.S3 != nil {
+		ref := s.S3.CredentialsSecretRef
+		c.Env = append(c.Env, secretEnv("AWS_ACCESS_KEY_ID", ref.Name, ref.AccessKeyIDKey, false),
+			secretEnv("AWS_SECRET_ACCESS_KEY", ref.Name, ref.SecretAccessKeyKey, false))
+		if ref.SessionTokenKey != "" {
+			c.Env = append(c.Env, secretEnv("AWS_SESSION_TOKEN", ref.Name, ref.SessionTokenKey, true))
+		}
+		if s.S3.CABundleSecretRef != nil {
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "s3-ca", MountPath: s3CADir, ReadOnly: true})
+		}
+	}
+	if s.Volume != nil {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "backup", MountPath: volumeDir})
+	}
+	return c
+}
+
+func secretEnv(name, secret, key string, optional bool) corev1.EnvVar {
+	if key == "" {
+		key = map[string]string{"AWS_ACCESS_KEY_ID": "accessKeyID", "AWS_SECRET_ACCESS_KEY": "secretAccessKey"}[name]
+	}
+	sel := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}
+	if optional {
+		sel.Optional = ptr.To(true)
+	}
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: sel}}
+}
+
+// storageArgs are the destination flags of the snapshot subcommands.
+func storageArgs(s v1.BackupStorage) []string {
+	switch {
+	case s.S3 != nil:
+		args := []string{"--s3-bucket=" + s.S3.Bucket, "--s3-region=" + s.S3.Region}
+		if s.S3.Endpoint != "" {
+			args = append(args, "--s3-endpoint="+s.S3.Endpoint)
+		}
+		if s.S3.ForcePathStyle {
+			args = append(args, "--s3-force-path-style")
+		}
+		if s.S3.CABundleSecretRef != nil {
+			args = append(args, "--s3-ca-file="+path.Join(s3CADir, caKey(s.S3.CABundleSecretRef)))
+		}
+		return args
+	case s.Volume != nil:
+		return []string{"--volume-dir=" + volumeDir}
+	}
+	return nil
+}
+
+func storageVolumes(s v1.BackupStorage) []corev1.Volume {
+	var vols []corev1.Volume
+	if s.S3 != nil && s.S3.CABundleSecretRef != nil {
+		vols = append(vols, secretVolume("s3-ca", s.S3.CABundleSecretRef.Name, []string{caKey(s.S3.CABundleSecretRef)}))
+	}
+	if s.Volume != nil {
+		vols = append(vols, corev1.Volume{Name: "backup", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.Volume.PersistentVolumeClaimName}}})
+	}
+	return vols
+}
+
+func caKey(r *v1.SecretKeyRef) string {
+	if r.Key == "" {
+		return "ca.crt"
+	}
+	return r.Key
+}
+
+func secretVolume(name, secret string, keys []string) corev1.Volume {
+	src := &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o440)}
+	for _, k := range keys {
+		src.Items = append(src.Items, corev1.KeyToPath{Key: k, Path: k})
+	}
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}}
+}
+
+// JobName is a Job's name for a backup task, kept within the 63 characters a label value allows.
+func JobName(backup, task string) string {
+	name := backup + "-" + task
+	if len(name) <= 63 {
+		return name
+	}
+	return fmt.Sprintf("%s-%s", backup[:63-len(task)-1], task)
+}
