@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/distribution/reference v0.6.0
+	github.com/robfig/cron/v3 v3.0.1
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/zap v1.27.1
