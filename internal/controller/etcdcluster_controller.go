@@ -112,6 +112,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	base := ec.DeepCopy()
 	applyErr := r.apply(ctx, &ec, o, a)
 	r.setStatus(&ec, o, d)
+	if err := r.setBackupStatus(ctx, &ec); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
 	if err := r.writeStatus(ctx, base, &ec); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
@@ -139,6 +142,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // settledRequeue comes back for the next certificate renewal if it falls before the usual check.
+// (The usual check, every 30 s, also notices a scheduled backup going stale.)
 func settledRequeue(o *observed) time.Duration {
 	if o.tls != nil && o.tls.user != nil {
 		return userSecretPoll
@@ -173,6 +177,8 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, byCluster).
 		Watches(&corev1.PersistentVolumeClaim{}, byCluster).
 		Watches(&corev1.Secret{}, byCluster).
+		Watches(&stewardv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(byBackupCluster)).
+		Watches(&stewardv1.EtcdBackupSchedule{}, handler.EnqueueRequestsFromMapFunc(byBackupCluster)).
 		Named("etcdcluster").
 		Complete(r)
 }

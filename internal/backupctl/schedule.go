@@ -1,0 +1,211 @@
+package backupctl
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupplan"
+)
+
+// LabelSchedule names the schedule that created a backup. Backups are not owned by their
+// schedule: deleting a schedule keeps the backups it took (and their objects).
+const LabelSchedule = "etcd.steward.dev/schedule"
+
+// ScheduleReconciler runs EtcdBackupSchedules: it creates one EtcdBackup per due slot and prunes
+// old ones; the backups run on their own.
+type ScheduleReconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	Clock    func() time.Time
+}
+
+func (r *ScheduleReconciler) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+// Reconcile decides whether a backup is due, creates it, prunes, and records the schedule's state.
+func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s v1.EtcdBackupSchedule
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil || s.DeletionTimestamp != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	base := s.DeepCopy()
+	now := r.now()
+	sched, err := backupplan.Parse(s.Spec.Schedule)
+	if err != nil {
+		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse,
+			Reason: "InvalidSchedule", Message: "spec.schedule: " + err.Error(), ObservedGeneration: s.Generation})
+		return ctrl.Result{}, r.Client.Status().Patch(ctx, &s, client.MergeFrom(base))
+	}
+	backups, err := ScheduleBackups(ctx, r.Client, &s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	active := ""
+	for _, b := range backups {
+		if !terminal(b.Status.Phase) {
+			active = b.Name
+		}
+	}
+	in := backupplan.ScheduleInput{Schedule: sched, Now: now, Created: s.CreationTimestamp.Time,
+		Suspend: s.Spec.Suspend, Active: active != ""}
+	if t := s.Status.LastScheduleTime; t != nil {
+		in.LastScheduled = &t.Time
+	}
+	if d := s.Spec.StartingDeadlineSeconds; d != nil {
+		in.StartingDeadline = time.Duration(*d) * time.Second
+	}
+	d := backupplan.Decide(in)
+	if d.CreateNow {
+		name := backupplan.BackupName(s.Name, d.ScheduledTime)
+		if err := r.create(ctx, &s, name); err != nil {
+			return ctrl.Result{}, err
+		}
+		active = name
+	}
+	if !d.ScheduledTime.IsZero() {
+		s.Status.LastScheduleTime = &metav1.Time{Time: d.ScheduledTime}
+	}
+	s.Status.Missed += int64(d.Missed)
+	if err := r.prune(ctx, &s, backups, now); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.summarize(&s, backups, active, d)
+	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, err
+	}
+	after := d.RequeueAfter
+	if after <= 0 || after > time.Minute {
+		after = time.Minute
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+func (r *ScheduleReconciler) create(ctx context.Context, s *v1.EtcdBackupSchedule, name string) error {
+	b := &v1.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: map[string]string{
+			LabelSchedule: s.Name, "etcd.steward.dev/backup-of": s.Spec.Template.ClusterName}},
+		Spec: *s.Spec.Template.DeepCopy(),
+	}
+	b.Spec.Verify = b.Spec.Verify || s.Spec.Verify
+	err := r.Client.Create(ctx, b)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err == nil && r.Recorder != nil {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "BackupCreated", "BackupCreated", "created EtcdBackup %s", name)
+	}
+	return err
+}
+
+// prune deletes what retention gives up; the pruned mark makes the backup's finalizer delete its
+// object too.
+func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule, backups []v1.EtcdBackup, now time.Time) error {
+	in := backupplan.RetentionInput{Now: now, KeepLast: backupplan.DefaultKeepLast}
+	if k := s.Spec.Retention.KeepLast; k != nil {
+		in.KeepLast = int(*k)
+	}
+	if a := s.Spec.Retention.MaxAge; a != nil {
+		in.MaxAge = a.Duration
+	}
+	byName := map[string]*v1.EtcdBackup{}
+	for i := range backups {
+		b := &backups[i]
+		if b.DeletionTimestamp != nil {
+			continue
+		}
+		byName[b.Name] = b
+		it := backupplan.Item{Name: b.Name, Phase: backupplan.Phase(b.Status.Phase), Created: b.CreationTimestamp.Time}
+		if b.Status.CompletionTime != nil {
+			it.Completed = b.Status.CompletionTime.Time
+		}
+		in.Items = append(in.Items, it)
+	}
+	for _, name := range backupplan.Prune(in) {
+		b := byName[name]
+		if b.Annotations[AnnotationPruned] != "true" {
+			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, AnnotationPruned))
+			if err := r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+		}
+		if err := r.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if r.Recorder != nil {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, "BackupPruned", "BackupPruned", "retention deleted EtcdBackup %s", name)
+		}
+	}
+	return nil
+}
+
+func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, backups []v1.EtcdBackup, active string, d backupplan.ScheduleDecision) {
+	st := &s.Status
+	st.Active = active
+	st.NextRun = nil
+	if !d.NextRun.IsZero() && !s.Spec.Suspend {
+		st.NextRun = &metav1.Time{Time: d.NextRun}
+	}
+	st.Kept, st.LastSuccessfulBackup = 0, nil
+	for i := range backups {
+		b := &backups[i]
+		if b.Status.Phase != v1.BackupSucceeded || b.DeletionTimestamp != nil || b.Annotations[AnnotationPruned] == "true" {
+			continue
+		}
+		st.Kept++
+		if last := st.LastSuccessfulBackup; last == nil || b.Status.CompletionTime.After(last.Time.Time) {
+			st.LastSuccessfulBackup = &v1.BackupRef{Name: b.Name, Time: b.Status.CompletionTime, Revision: b.Status.Revision}
+		}
+	}
+	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: d.Reason, Message: d.Message,
+		ObservedGeneration: s.Generation}
+	if cond.Reason == "" {
+		cond.Reason = "Scheduled"
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+}
+
+// ScheduleBackups are the backups a schedule created, oldest first.
+func ScheduleBackups(ctx context.Context, c client.Reader, s *v1.EtcdBackupSchedule) ([]v1.EtcdBackup, error) {
+	var list v1.EtcdBackupList
+	if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelSchedule: s.Name}); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list.Items, func(a, b v1.EtcdBackup) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return list.Items, nil
+}
+
+func terminal(p v1.BackupPhase) bool { return p == v1.BackupSucceeded || p == v1.BackupFailed }
+
+// SetupWithManager registers the reconciler; a backup's change wakes its schedule.
+func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	bySchedule := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[LabelSchedule]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1.EtcdBackupSchedule{}).
+		Watches(&v1.EtcdBackup{}, bySchedule).
+		Named("etcdbackupschedule").
+		Complete(r)
+}
