@@ -59,7 +59,14 @@ var startFailures = []string{"CreateContainerConfigError", "CreateContainerError
 
 func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (outcome, error) {
 	var job batchv1.Job
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); apierrors.IsNotFound(err) {
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	err := r.Client.Get(ctx, key, &job)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen a Job created a moment ago: only the API server can say
+		// it is gone.
+		err = r.APIReader.Get(ctx, key, &job)
+	}
+	if apierrors.IsNotFound(err) {
 		return outcome{missing: true}, nil
 	} else if err != nil {
 		return outcome{}, err
