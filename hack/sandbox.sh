@@ -39,6 +39,7 @@ ns=${first%%/*} name=${first#*/}
 # credentials as the Secret an EtcdBackup's credentialsSecretRef names.
 [[ -f $S3_ENV ]] || die "no $S3_ENV: this cluster predates the S3 server; make cluster-down and retry"
 STEWARD_S3_ENDPOINT="" STEWARD_S3_BUCKET="" STEWARD_S3_REGION="" STEWARD_S3_ACCESS_KEY="" STEWARD_S3_SECRET_KEY=""
+# shellcheck source=/dev/null # KEY=VALUE lines written by up.sh
 source "$S3_ENV"
 kctl -n "$ns" create secret generic s3-credentials --dry-run=client -o yaml \
   --from-literal "accessKeyID=$STEWARD_S3_ACCESS_KEY" --from-literal "secretAccessKey=$STEWARD_S3_SECRET_KEY" |

@@ -124,6 +124,7 @@ STEWARD_S3_SECRET_KEY=$(openssl rand -hex 20)
 EOF
   )
   local STEWARD_S3_ACCESS_KEY STEWARD_S3_SECRET_KEY
+  # shellcheck source=/dev/null # KEY=VALUE lines written by start_s3
   source "$S3_ENV"
   ROOT_ACCESS_KEY_ID=$STEWARD_S3_ACCESS_KEY ROOT_SECRET_ACCESS_KEY=$STEWARD_S3_SECRET_KEY \
     start_proc versitygw "$(kube_bin versitygw)" --port "${S3_ENDPOINT#http://}" --health /health \
@@ -136,6 +137,7 @@ s3_ready() { curl -fsS "$S3_ENDPOINT/health" >/dev/null; }
 # mkdir in data/ would list too, without them). curl signs it (SigV4).
 s3_create_bucket() {
   local STEWARD_S3_ACCESS_KEY STEWARD_S3_SECRET_KEY empty_sha256
+  # shellcheck source=/dev/null # KEY=VALUE lines written by start_s3
   source "$S3_ENV"
   empty_sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
   curl -fsS -X PUT --aws-sigv4 "aws:amz:$S3_REGION:s3" \
