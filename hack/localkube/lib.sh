@@ -60,7 +60,7 @@ toolchain_var() {
   eval "echo ${line#*=}"
 }
 
-# Kubernetes and etcd binaries come from the foundation's toolchain script.
+# Kubernetes, etcd and versitygw binaries come from the foundation's toolchain script.
 kube_bin() { "$ROOT/hack/toolchain.sh" path "$1"; }
 
 # etcd_versions: the built etcd versions, e.g. "v3.5.35 v3.6.16 v3.7.3".
