@@ -4,6 +4,9 @@
 # test/e2e (build tag e2e). A cluster this script started is stopped at the end unless
 # KEEP_CLUSTER=1; a cluster that was already running is left as it was.
 #
+# The tests get the environment as STEWARD_E2E_* variables, among them the S3 server's
+# STEWARD_E2E_S3_{ENDPOINT,BUCKET,REGION,ACCESS_KEY,SECRET_KEY} (from _out/localkube/s3/env).
+#
 # Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 40m), E2E_PARALLEL (default 6), KEEP_CLUSTER=1,
 #      E2E_ARGS (extra go test arguments). Failure dumps go to _out/e2e/.
 set -euo pipefail
@@ -48,6 +51,14 @@ export STEWARD_E2E_ETCD_IMAGE_REPOSITORY=$ETCD_IMAGE_REPO
 export STEWARD_E2E_OPERATOR_NAMESPACE=${OPERATOR_NS:-steward-system}
 export STEWARD_E2E_OPERATOR_DEPLOYMENT=${OPERATOR_DEPLOYMENT:-steward-controller-manager}
 export STEWARD_E2E_ARTIFACTS=$OUT/e2e
+# The S3 server up.sh started (versitygw on the host, reachable from Pods and from here).
+if [[ -f $S3_ENV ]]; then
+  while IFS='=' read -r k v; do
+    if [[ $k == STEWARD_S3_* ]]; then export "STEWARD_E2E_S3_${k#STEWARD_S3_}=$v"; fi
+  done <"$S3_ENV"
+else
+  log "WARNING: no $S3_ENV (a cluster started before the S3 server existed?); S3 tests will fail"
+fi
 "$ROOT/hack/toolchain.sh" envtest >/dev/null # cached; a scenario runs its kube-apiserver as an etcd client
 STEWARD_E2E_KUBE_APISERVER=$("$ROOT/hack/toolchain.sh" path envtest)/kube-apiserver
 export STEWARD_E2E_KUBE_APISERVER

@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # The README's first command (`make sandbox`): builds what is missing, starts the local
 # single-node cluster (or reuses the running one), installs Steward from config/default
-# the way users install it, applies config/samples (a 3-member PVC-backed EtcdCluster)
-# and prints what to type next. Needs root (see docs: a VM, not a container).
+# the way users install it, applies config/samples (a 3-member PVC-backed EtcdCluster),
+# creates the Secret `s3-credentials` for backups to the cluster's S3 server in the
+# sample's namespace, and prints what to type next. Needs root (see docs: a VM, not a
+# container).
 #
-# Waiting until the sample is Available (all members Ready), timeout SANDBOX_TIMEOUT (5m):
-#   SANDBOX_WAIT_AVAILABLE=auto (default) waits when a controller reconciles the sample,
-#     i.e. its status.observedGeneration appears within 20 s; before the lifecycle
-#     controller existed nothing did, and the script said so instead of timing out.
-#   SANDBOX_WAIT_AVAILABLE=1 always waits; 0 never does.
+# Waits until every sample is Available with all members Ready, timeout SANDBOX_TIMEOUT
+# (5m); SANDBOX_WAIT_AVAILABLE=0 skips the wait.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
 
-SANDBOX_WAIT_AVAILABLE=${SANDBOX_WAIT_AVAILABLE:-auto}
+SANDBOX_WAIT_AVAILABLE=${SANDBOX_WAIT_AVAILABLE:-1}
 need_root
 
 "$ROOT/hack/localkube/build.sh"
@@ -36,13 +35,17 @@ clusters=$(kctl get "${src[@]}" --no-headers -o custom-columns=K:.kind,NS:.metad
 first=$(head -n1 <<<"$clusters")
 ns=${first%%/*} name=${first#*/}
 
-# reconciled NS/NAME: some controller has written the object's status.
-reconciled() { [[ -n $(kctl -n "${1%%/*}" get etcdcluster "${1#*/}" -o 'jsonpath={.status.observedGeneration}') ]]; }
+# Backups go to the S3 server up.sh started (versitygw on the host; see $S3_ENV): its root
+# credentials as the Secret an EtcdBackup's credentialsSecretRef names.
+[[ -f $S3_ENV ]] || die "no $S3_ENV: this cluster predates the S3 server; make cluster-down and retry"
+STEWARD_S3_ENDPOINT="" STEWARD_S3_BUCKET="" STEWARD_S3_REGION="" STEWARD_S3_ACCESS_KEY="" STEWARD_S3_SECRET_KEY=""
+# shellcheck source=/dev/null # KEY=VALUE lines written by up.sh
+source "$S3_ENV"
+kctl -n "$ns" create secret generic s3-credentials --dry-run=client -o yaml \
+  --from-literal "accessKeyID=$STEWARD_S3_ACCESS_KEY" --from-literal "secretAccessKey=$STEWARD_S3_SECRET_KEY" |
+  kctl apply -f - >/dev/null
+log "Secret $ns/s3-credentials holds the S3 server's credentials"
 
-if [[ $SANDBOX_WAIT_AVAILABLE == auto ]]; then
-  SANDBOX_WAIT_AVAILABLE=0
-  if wait_for "the operator to reconcile $first" 20 reconciled "$first"; then SANDBOX_WAIT_AVAILABLE=1; fi
-fi
 if [[ $SANDBOX_WAIT_AVAILABLE == 1 ]]; then
   for c in $clusters; do
     log "waiting for EtcdCluster $c to be Available with every member Ready"
@@ -51,13 +54,6 @@ if [[ $SANDBOX_WAIT_AVAILABLE == 1 ]]; then
     kctl -n "${c%%/*}" wait --for "jsonpath={.status.readyMembers}=$replicas" --timeout "${SANDBOX_TIMEOUT:-5m}" "etcdcluster/${c#*/}" >/dev/null
   done
   kctl get etcdclusters -A
-else
-  cat >&2 <<EOF
-
-NOTE: Steward is installed and the sample EtcdCluster $first is applied, but nothing
-      reconciles it: the lifecycle controller has not landed in this build, so no
-      members will be created. (SANDBOX_WAIT_AVAILABLE=1 would wait for it anyway.)
-EOF
 fi
 
 cat <<EOF
@@ -70,5 +66,23 @@ Next:
   kubectl -n $ns exec $name-0 -- etcdctl --endpoints https://localhost:2379 --cacert /etc/etcd/tls/client-ca.crt \\
       --cert /etc/etcd/tls/server.crt --key /etc/etcd/tls/server.key endpoint status --cluster -w table
   kubectl -n steward-system logs deploy/steward-controller-manager -f
-  make cluster-down      # removes the cluster and all of its state
+
+Backups go to an S3 server on this host (versitygw, plain HTTP; Pods and the host reach it):
+  endpoint $STEWARD_S3_ENDPOINT  bucket $STEWARD_S3_BUCKET  region $STEWARD_S3_REGION
+  credentials in $S3_ENV and in the Secret $ns/s3-credentials
+Take a backup of $name now, then list backups (EtcdBackup; the Secret is already there):
+kubectl -n $ns apply -f - <<'YAML'
+apiVersion: etcd.steward.dev/v1alpha1
+kind: EtcdBackup
+metadata: {name: $name-now}
+spec:
+  clusterName: $name
+  destination:
+    s3: {bucket: $STEWARD_S3_BUCKET, endpoint: $STEWARD_S3_ENDPOINT, region: $STEWARD_S3_REGION, forcePathStyle: true,
+         credentialsSecretRef: {name: s3-credentials}}
+YAML
+  kubectl -n $ns get etcdbackups
+  find $S3_DIR/data/$STEWARD_S3_BUCKET -type f    # the uploaded snapshots, as plain files
+
+  make cluster-down      # removes the cluster and all of its state (the S3 server's too)
 EOF

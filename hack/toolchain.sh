@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
 # Builds the project's test toolchain from source, from the Go module proxy only:
 # controller-gen, golangci-lint, Kubernetes (kube-apiserver ... kubectl), etcd 3.5/3.6/3.7,
-# an envtest asset directory, and cert-manager's controller with its CRDs. Output goes to the
+# an envtest asset directory, cert-manager's controller with its CRDs, and versitygw (the
+# local cluster's S3 server). Output goes to the
 # git-ignored _out/ at the repo root, keyed by version: a binary that already exists is not
 # rebuilt.
 #
-# The versions live in the go.mod files under hack/tools, hack/kube, hack/etcd/v3.X and
-# hack/certmanager; change them there (then `go mod tidy` in that module) and this script
+# The versions live in the go.mod files under hack/tools, hack/kube, hack/etcd/v3.X,
+# hack/certmanager and hack/s3; change them there (then `go mod tidy` in that module) and this script
 # follows.
 #
 # Usage: hack/toolchain.sh <command>
 #   tools                    controller-gen + golangci-lint
 #   kube-test                kube-apiserver + kubectl (what envtest and unit tests need)
 #   kube                     all six Kubernetes binaries (one shared `go build`)
-#   etcd [3.5|3.6|3.7|all]   etcd + etcdctl for one or all versions (default: all)
+#   etcd [3.5|3.6|3.7|all]   etcd + etcdctl + etcdutl for one or all versions (default: all)
 #   envtest                  kube-test + etcd 3.6 + the _out/envtest symlinks
 #                            (KUBEBUILDER_ASSETS=$PWD/_out/envtest)
 #   certmanager              cert-manager-controller (hack/certmanager: certificates, SelfSigned
 #                            and CA issuers only) + cert-manager's CRDs in a crds/ next to it
+#   versitygw                versitygw (hack/s3), an S3 server with a POSIX backend
 #   all                      everything above
 #   versions                 KEY=VALUE lines: versions and paths (eval-safe)
 #   path <name>              absolute path of one binary: controller-gen, golangci-lint,
 #                            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-#                            kube-proxy, kubectl, etcd, etcdctl (= 3.6), etcd-3.X, etcdctl-3.X,
-#                            certmanager (the controller), certmanager-crds (the CRD directory);
+#                            kube-proxy, kubectl, etcd, etcdctl, etcdutl (= 3.6), etcd-3.X,
+#                            etcdctl-3.X, etcdutl-3.X, certmanager (the controller),
+#                            certmanager-crds (the CRD directory), versitygw;
 #                            exits 1 (path still printed) when it has not been built yet
 #
 # Build logs go to stderr; stdout carries only the output of `versions` and `path`.
@@ -47,6 +50,7 @@ TOOLS_MOD=$ROOT/hack/tools
 KUBE_MOD=$ROOT/hack/kube
 ETCD_MOD=$ROOT/hack/etcd          # + /v3.5, /v3.6, /v3.7
 CERTMANAGER_MOD=$ROOT/hack/certmanager
+S3_MOD=$ROOT/hack/s3
 
 CONTROLLER_GEN_VERSION=$(modver "$TOOLS_MOD/go.mod" sigs.k8s.io/controller-tools)
 GOLANGCI_LINT_VERSION=$(modver "$TOOLS_MOD/go.mod" github.com/golangci/golangci-lint/v2)
@@ -55,6 +59,7 @@ ETCD_35_VERSION=$(modver "$ETCD_MOD/v3.5/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_36_VERSION=$(modver "$ETCD_MOD/v3.6/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_37_VERSION=$(modver "$ETCD_MOD/v3.7/go.mod" go.etcd.io/etcd/server/v3)
 CERTMANAGER_VERSION=$(modver "$CERTMANAGER_MOD/go.mod" github.com/cert-manager/cert-manager)
+VERSITYGW_VERSION=$(modver "$S3_MOD/go.mod" github.com/versity/versitygw)
 ENVTEST_ETCD=3.6                  # the etcd minor that _out/envtest links to
 
 KUBE_ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
@@ -74,6 +79,7 @@ ENVTEST_ASSETS=$OUT_DIR/envtest
 CERTMANAGER_DIR=$BIN_DIR/certmanager-$CERTMANAGER_VERSION
 CERTMANAGER_BIN=$CERTMANAGER_DIR/cert-manager-controller
 CERTMANAGER_CRDS=$CERTMANAGER_DIR/crds
+VERSITYGW_BIN=$BIN_DIR/versitygw/$VERSITYGW_VERSION/versitygw
 
 # Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
 # stamping (the hack modules are not the binaries' own repositories).
@@ -114,10 +120,18 @@ gobuild() {
   (cd "$moddir" && "$GO" build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/" "${pkgs[@]}")
   secs=$(( $(date +%s) - start ))
   for i in "${!names[@]}"; do
-    mv -f "$tmp/$(basename "${pkgs[$i]}")" "$dest/${names[$i]}"
+    mv -f "$tmp/$(exe_name "${pkgs[$i]}")" "$dest/${names[$i]}"
   done
   rm -rf "$tmp"
   log "built $label in ${secs}s -> ${dest#"$ROOT"/}"
+}
+
+# exe_name PKG: the file `go build -o DIR/` writes for PKG: its last path element, skipping a
+# major-version suffix (go.etcd.io/etcd/etcdutl/v3 -> etcdutl).
+exe_name() {
+  local p=${1%/}
+  [[ ${p##*/} =~ ^v[0-9]+$ && $p == */*/* ]] && p=${p%/*}
+  echo "${p##*/}"
 }
 
 # link TARGET LINKNAME: relative symlink, so _out/ survives moving the checkout.
@@ -177,12 +191,15 @@ build_kube() {
   gobuild "kubernetes $KUBE_VERSION" "$KUBE_MOD" "$KUBE_BIN_DIR" "$(kube_ldflags)" "${missing[@]}"
 }
 
-# build_etcd MINOR: etcd + etcdctl of hack/etcd/vMINOR.
+# build_etcd MINOR: etcd + etcdctl + etcdutl of hack/etcd/vMINOR. etcdutl is upstream's own
+# main package (a `tool` of the module); etcd and etcdctl are small wrappers in cmd/.
 build_etcd() {
-  local minor=$1 ver dir name missing=()
+  local minor=$1 ver dir name pkg missing=()
   ver=$(etcd_version "$minor"); dir=$(etcd_bin_dir "$minor")
-  for name in etcd etcdctl; do
-    [[ -x $dir/$name ]] || missing+=("$name=./cmd/$name")
+  for name in etcd etcdctl etcdutl; do
+    pkg=./cmd/$name
+    [[ $name != etcdutl ]] || pkg=go.etcd.io/etcd/etcdutl/v3
+    [[ -x $dir/$name ]] || missing+=("$name=$pkg")
   done
   if ((${#missing[@]} == 0)); then
     log "etcd $ver up to date"
@@ -197,7 +214,7 @@ build_envtest() {
   local name dir
   dir=$(etcd_bin_dir "$ENVTEST_ETCD")
   for name in "${KUBE_TEST[@]}"; do link "$KUBE_BIN_DIR/$name" "$ENVTEST_ASSETS/$name"; done
-  for name in etcd etcdctl; do link "$dir/$name" "$ENVTEST_ASSETS/$name"; done
+  for name in etcd etcdctl etcdutl; do link "$dir/$name" "$ENVTEST_ASSETS/$name"; done
   log "envtest assets ready: KUBEBUILDER_ASSETS=$ENVTEST_ASSETS"
 }
 
@@ -220,12 +237,19 @@ build_certmanager() {
   log "copied cert-manager $CERTMANAGER_VERSION CRDs -> ${CERTMANAGER_CRDS#"$ROOT"/}"
 }
 
+# build_versitygw: hack/s3's pinned versitygw (its own main package, a `tool` of the module).
+build_versitygw() {
+  build_one "$VERSITYGW_BIN" "versitygw $VERSITYGW_VERSION" "$S3_MOD" \
+    "-X main.Version=$VERSITYGW_VERSION -X main.Build=module-proxy -X main.BuildTime=$(build_date)" \
+    github.com/versity/versitygw/cmd/versitygw
+}
+
 print_versions() {
   local k
   for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION \
-    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION OUT_DIR BIN_DIR \
-    TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS; do
+    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION OUT_DIR \
+    BIN_DIR TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
+    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -237,11 +261,12 @@ print_path() {
     golangci-lint) p=$GOLANGCI_LINT ;;
     kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl)
       p=$KUBE_BIN_DIR/$name ;;
-    etcd | etcdctl) p=$(etcd_bin_dir "$ENVTEST_ETCD")/$name ;;
-    etcd-3.[0-9] | etcdctl-3.[0-9]) p=$(etcd_bin_dir "${name#*-}")/${name%-*} ;;
+    etcd | etcdctl | etcdutl) p=$(etcd_bin_dir "$ENVTEST_ETCD")/$name ;;
+    etcd-3.[0-9] | etcdctl-3.[0-9] | etcdutl-3.[0-9]) p=$(etcd_bin_dir "${name#*-}")/${name%-*} ;;
     envtest) p=$ENVTEST_ASSETS ;;
     certmanager) p=$CERTMANAGER_BIN ;;
     certmanager-crds) p=$CERTMANAGER_CRDS ;;
+    versitygw) p=$VERSITYGW_BIN ;;
     *) die "path: unknown binary '$name'" ;;
   esac
   echo "$p"
@@ -272,6 +297,7 @@ case $cmd in
     esac ;;
   envtest) lock; build_envtest ;;
   certmanager) lock; build_certmanager ;;
+  versitygw) lock; build_versitygw ;;
   all)
     lock
     start=$(date +%s)
@@ -280,6 +306,7 @@ case $cmd in
     for m in 3.5 3.6 3.7; do build_etcd "$m"; done
     build_envtest
     build_certmanager
+    build_versitygw
     log "all done in $(( $(date +%s) - start ))s"
     ;;
   versions) print_versions ;;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds everything the local cluster runs, skipping what is already up to date:
 # Debian packages (containerd, runc, CNI plugins, iptables, conntrack, socat, busybox-static),
-# Kubernetes + etcd (via hack/toolchain.sh), CoreDNS, the hostPath provisioner, the pause
-# binary, the steward operator, and the image archives (pause, etcd per version, operator).
+# Kubernetes + etcd + versitygw (via hack/toolchain.sh), CoreDNS, the hostPath provisioner,
+# the pause binary, the steward operator, and the image archives (pause, etcd per version,
+# operator).
 #
-# Usage: hack/localkube/build.sh [all|packages|kube|etcd|addons|operator|images]...
+# Usage: hack/localkube/build.sh [all|packages|kube|etcd|s3|addons|operator|images]...
 #   (default: all). Output: _out/bin/localkube/, _out/bin/steward, _out/images/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -48,6 +49,7 @@ build_packages() {
 
 build_kube() { "$ROOT/hack/toolchain.sh" kube; }
 build_etcd() { "$ROOT/hack/toolchain.sh" etcd all; }
+build_s3() { "$ROOT/hack/toolchain.sh" versitygw; }
 
 # gomod_bin MODDIR OUT PKG [LDFLAGS]: build PKG of the module in MODDIR when its sources changed.
 gomod_bin() {
@@ -94,8 +96,9 @@ build_images() {
   for v in $(etcd_versions); do
     dir=$(toolchain_var BIN_DIR)/etcd/$v
     [[ -x $dir/etcd ]] || die "etcd $v is not built (hack/toolchain.sh etcd all)"
-    image etcd "$IMAGES_DIR/etcd-$v.tar" "$ETCD_IMAGE_REPO:$v" "$dir/etcd" "$dir/etcdctl" "$busybox" -- \
-      -etcd "$dir/etcd" -etcdctl "$dir/etcdctl" -busybox "$busybox"
+    [[ -x $dir/etcdutl ]] || die "etcdutl $v is not built (hack/toolchain.sh etcd all)"
+    image etcd "$IMAGES_DIR/etcd-$v.tar" "$ETCD_IMAGE_REPO:$v" "$dir/etcd" "$dir/etcdctl" "$dir/etcdutl" "$busybox" -- \
+      -etcd "$dir/etcd" -etcdctl "$dir/etcdctl" -etcdutl "$dir/etcdutl" -busybox "$busybox"
   done
   if [[ -x $OUT/bin/steward ]]; then
     image operator "$IMAGES_DIR/steward.tar" "$OPERATOR_IMAGE" "$OUT/bin/steward" -- -bin "$OUT/bin/steward"
@@ -107,6 +110,7 @@ all() {
   timed packages build_packages
   timed kube build_kube
   timed etcd build_etcd
+  timed s3 build_s3
   timed addons build_addons
   timed operator build_operator
   timed images build_images
@@ -117,7 +121,7 @@ all() {
 for step in "$@"; do
   case $step in
     all) all ;;
-    packages | kube | etcd | addons | operator | images) "build_$step" ;;
-    *) die "unknown step '$step' (all|packages|kube|etcd|addons|operator|images)" ;;
+    packages | kube | etcd | s3 | addons | operator | images) "build_$step" ;;
+    *) die "unknown step '$step' (all|packages|kube|etcd|s3|addons|operator|images)" ;;
   esac
 done

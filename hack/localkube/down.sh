@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Stops the local cluster and removes everything it left on the host: processes (by the
-# PIDs up.sh recorded, plus containerd shims and runc containers found by our state
-# paths), mounts under the state directory, iptables chains, the bridge, the addresses on
-# lo, kubelet's cgroups, and finally the state directory itself. Safe to run repeatedly
-# and after a failed or crashed start. The last cluster's logs go to _out/localkube-last-logs.
+# PIDs up.sh recorded, the S3 server among them, plus containerd shims and runc containers
+# found by our state paths), mounts under the state directory, iptables chains, the bridge,
+# the addresses on lo, kubelet's cgroups, and finally the state directory itself (with the
+# S3 server's buckets). Safe to run repeatedly and after a failed or crashed start. The
+# last cluster's logs go to _out/localkube-last-logs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -155,7 +156,7 @@ main() {
     log "no cluster state in $LK"
   fi
   # Nodes and add-ons first so nothing restarts containers while we remove them.
-  for n in provisioner coredns kube-proxy kubelet kube-scheduler kube-controller-manager; do
+  for n in provisioner coredns kube-proxy kubelet kube-scheduler kube-controller-manager versitygw; do
     stop_proc "$n" 10
   done
   stop_workloads

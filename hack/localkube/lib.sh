@@ -28,6 +28,17 @@ ETCD_CLIENT_PORT=12379                  # control-plane etcd, loopback only; off
 ETCD_PEER_PORT=12380                    # 2379/2380 so a developer's own etcd is left alone
 APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
 
+# The S3 server (versitygw, POSIX backend) runs on the host on the bridge's gateway address:
+# Pods reach it through their default route, the host (the e2e tests) directly. Plain HTTP.
+# Its endpoint, bucket, region and the root credentials generated at cluster-up are in
+# $S3_ENV as STEWARD_S3_* lines (shell-sourceable).
+S3_DIR=$LK/s3                           # data/ (one directory per bucket), meta/, env
+S3_ENV=$S3_DIR/env
+S3_PORT=17070                           # versitygw's usual 7070, moved off it like etcd's
+S3_ENDPOINT=http://$BRIDGE_IP:$S3_PORT
+S3_BUCKET=steward-backups
+S3_REGION=us-east-1
+
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 OPERATOR_IMAGE=ghcr.io/etcd-steward/steward:dev
 ETCD_IMAGE_REPO=gcr.io/etcd-development/etcd
@@ -49,7 +60,7 @@ toolchain_var() {
   eval "echo ${line#*=}"
 }
 
-# Kubernetes and etcd binaries come from the foundation's toolchain script.
+# Kubernetes, etcd and versitygw binaries come from the foundation's toolchain script.
 kube_bin() { "$ROOT/hack/toolchain.sh" path "$1"; }
 
 # etcd_versions: the built etcd versions, e.g. "v3.5.35 v3.6.16 v3.7.3".

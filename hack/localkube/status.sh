@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Shows whether the local cluster runs: each recorded process with its PID, CPU time and
-# RSS, then the node. Exit status 0 when the apiserver and kubelet are alive.
+# RSS, the S3 server's endpoint, then the node. Exit status 0 when the apiserver and kubelet are alive.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -16,6 +16,11 @@ for f in "$PIDS"/*; do
   fi
 done
 echo
+if [[ -f $S3_ENV ]]; then
+  echo "S3 server: $(grep -h '^STEWARD_S3_ENDPOINT=' "$S3_ENV" | cut -d= -f2-)" \
+    "bucket $(grep -h '^STEWARD_S3_BUCKET=' "$S3_ENV" | cut -d= -f2-) (credentials: $S3_ENV)"
+  echo
+fi
 kctl get nodes -o wide 2>&1 || true
 echo
 echo "export KUBECONFIG=$KUBECONFIG_ADMIN"

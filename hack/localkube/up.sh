@@ -3,8 +3,9 @@
 # _out/localkube/. Returns once the node is Ready, DNS answers, the default StorageClass
 # and the `default` ServiceAccount exist. Refuses to start twice; stop with down.sh.
 #
-# Order: control-plane etcd + containerd -> kube-apiserver -> image import -> (apiserver
-# ready) controller-manager, scheduler, kubelet, kube-proxy, CoreDNS, provisioner -> waits.
+# Order: the S3 server, control-plane etcd + containerd -> kube-apiserver -> image import ->
+# (apiserver ready) controller-manager, scheduler, kubelet, kube-proxy, CoreDNS, provisioner
+# -> waits (and the S3 server's bucket).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/hack/localkube/pki.sh"
@@ -28,13 +29,14 @@ preflight() {
   for b in coredns provisioner; do
     [[ -x $LK_BIN/$b ]] || die "$LK_BIN/$b is not built: run hack/localkube/build.sh"
   done
+  kube_bin versitygw >/dev/null || die "versitygw is not built: run hack/localkube/build.sh"
   [[ -f $IMAGES_DIR/pause.tar ]] || die "no image archives in $IMAGES_DIR: run hack/localkube/build.sh"
   for b in containerd runc iptables; do
     command -v "$b" >/dev/null || die "$b is not installed: run hack/localkube/build.sh packages"
   done
   # A cluster of another checkout (same addresses) or anything else on our ports.
-  if [[ -n $(ss -ltnH "( sport = :$APISERVER_PORT or sport = :$ETCD_CLIENT_PORT or sport = :10250 )") ]]; then
-    die "ports $APISERVER_PORT/$ETCD_CLIENT_PORT/10250 are in use (another local cluster?)"
+  if [[ -n $(ss -ltnH "( sport = :$APISERVER_PORT or sport = :$ETCD_CLIENT_PORT or sport = :10250 or sport = :$S3_PORT )") ]]; then
+    die "ports $APISERVER_PORT/$ETCD_CLIENT_PORT/10250/$S3_PORT are in use (another local cluster?)"
   fi
   # Remains of a cluster whose processes were killed (a stopped session, a reboot without
   # cluster-down): clean them rather than make the user do it.
@@ -104,6 +106,47 @@ start_apiserver() {
     --allow-privileged=true --profiling=false --v=1
 }
 
+# The S3 server: versitygw's POSIX backend with its metadata in a sidecar directory (no
+# xattrs needed, so any filesystem under _out/ does), root credentials made up now and
+# written with the endpoint to $S3_ENV; bound to the bridge's gateway address, which Pods
+# and the host both reach. The credentials go in through the environment, not argv.
+start_s3() {
+  mkdir -p "$S3_DIR/data" "$S3_DIR/meta"
+  chmod 0700 "$S3_DIR"
+  (
+    umask 077
+    cat >"$S3_ENV" <<EOF
+STEWARD_S3_ENDPOINT=$S3_ENDPOINT
+STEWARD_S3_BUCKET=$S3_BUCKET
+STEWARD_S3_REGION=$S3_REGION
+STEWARD_S3_ACCESS_KEY=$(openssl rand -hex 10 | tr a-f A-F)
+STEWARD_S3_SECRET_KEY=$(openssl rand -hex 20)
+EOF
+  )
+  local STEWARD_S3_ACCESS_KEY STEWARD_S3_SECRET_KEY
+  # shellcheck source=/dev/null # KEY=VALUE lines written by start_s3
+  source "$S3_ENV"
+  ROOT_ACCESS_KEY_ID=$STEWARD_S3_ACCESS_KEY ROOT_SECRET_ACCESS_KEY=$STEWARD_S3_SECRET_KEY \
+    start_proc versitygw "$(kube_bin versitygw)" --port "${S3_ENDPOINT#http://}" --health /health \
+    --region "$S3_REGION" posix --sidecar "$S3_DIR/meta" "$S3_DIR/data"
+}
+
+s3_ready() { curl -fsS "$S3_ENDPOINT/health" >/dev/null; }
+
+# The default bucket, by an S3 CreateBucket (so versitygw records its owner and ACL; a bare
+# mkdir in data/ would list too, without them). curl signs it (SigV4).
+s3_create_bucket() {
+  local STEWARD_S3_ACCESS_KEY STEWARD_S3_SECRET_KEY empty_sha256
+  # shellcheck source=/dev/null # KEY=VALUE lines written by start_s3
+  source "$S3_ENV"
+  empty_sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+  curl -fsS -X PUT --aws-sigv4 "aws:amz:$S3_REGION:s3" \
+    --user "$STEWARD_S3_ACCESS_KEY:$STEWARD_S3_SECRET_KEY" -H "x-amz-content-sha256: $empty_sha256" \
+    "$S3_ENDPOINT/$S3_BUCKET" >/dev/null || die "creating bucket $S3_BUCKET on $S3_ENDPOINT failed"
+  [[ -d $S3_DIR/data/$S3_BUCKET ]] || die "bucket $S3_BUCKET was created but $S3_DIR/data/$S3_BUCKET is missing"
+  log "S3 server up: $S3_ENDPOINT bucket $S3_BUCKET (credentials: $S3_ENV)"
+}
+
 apiserver_ready() { kctl get --raw /readyz >/dev/null; }
 
 start_nodes_and_addons() {
@@ -148,6 +191,7 @@ main() {
   write_kube_proxy_config
   write_corefile
 
+  start_s3
   start_etcd
   start_containerd
   wait_for "control-plane etcd" 30 curl -fsS "http://127.0.0.1:$ETCD_CLIENT_PORT/health"
@@ -162,11 +206,14 @@ main() {
   wait_for "default ServiceAccount" 60 kctl get serviceaccount default -n default
   wait_for "default StorageClass" 30 kctl get storageclass standard
   wait_for "cluster DNS" 60 dns_answers
+  wait_for "S3 server $S3_ENDPOINT" 30 s3_ready
+  s3_create_bucket
   log "cluster up in $((SECONDS - START))s"
   cat >&2 <<EOF
 
   export KUBECONFIG=$KUBECONFIG_ADMIN
   kubectl get nodes        # kubectl: $(kube_bin kubectl)
+  cat $S3_ENV    # the S3 server (for Pods and the host): endpoint, bucket, credentials
   make cluster-down        # stops it and removes all of $LK
 
 EOF

@@ -17,8 +17,8 @@ import (
 
 // The smoke tests prove the environment and the framework, not the operator's logic:
 // the operator is installed and Available, etcd images run and are reachable from the
-// test process, and the traffic generator and disruption monitor work against
-// hand-made etcd Pods.
+// test process, the S3 server answers the host and Pods, and the traffic generator and
+// disruption monitor work against hand-made etcd Pods.
 
 func TestOperatorDeploymentReady(t *testing.T) {
 	f.WaitFor(t, f.OperatorNamespace, "the operator Deployment to be Available", 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -36,8 +36,10 @@ func TestOperatorDeploymentReady(t *testing.T) {
 }
 
 // TestEtcdImages starts a one-member etcd from each built image, talks to it from the
-// test process by Pod IP, and runs etcdctl and a shell inside it.
+// test process by Pod IP, and runs etcdctl, etcdutl and a shell inside it; the shell
+// reaches the S3 server.
 func TestEtcdImages(t *testing.T) {
+	s3 := framework.RequireS3(t)
 	for _, version := range f.EtcdVersions {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
@@ -57,16 +59,56 @@ func TestEtcdImages(t *testing.T) {
 				t.Fatalf("server version %s, want %s", st.Version, want)
 			}
 			out, err := f.Kubectl(ctx, "-n", set.Namespace, "exec", pods[0].Name, "--",
-				"sh", "-c", "etcdctl get /smoke --print-value-only && etcdctl endpoint status -w table")
+				"sh", "-c", "etcdctl get /smoke --print-value-only && etcdctl endpoint status -w table && "+
+					"etcdutl version && wget -q -O- "+s3.Endpoint+"/health")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(out, version+"\n") {
 				t.Fatalf("etcdctl in the Pod printed %q, want the value %s first", out, version)
 			}
+			if !strings.Contains(out, "etcdutl version: "+strings.TrimPrefix(version, "v")+"\n") {
+				t.Fatalf("the Pod printed %q, want etcdutl's version %s", out, version)
+			}
+			if !strings.HasSuffix(strings.TrimSpace(out), "OK") {
+				t.Fatalf("the Pod printed %q, want the S3 server's health answer OK last", out)
+			}
 			t.Logf("etcd %s: reachable at %s; in-Pod etcdctl:\n%s", version, framework.PodClientURL(pods[0], false), out)
 		})
 	}
+}
+
+// TestS3Server stores, lists, reads and deletes an object in the environment's bucket from
+// the test process, and creates the credentials Secret a backup would name.
+func TestS3Server(t *testing.T) {
+	ctx := context.Background()
+	s3 := framework.RequireS3(t)
+	ns := f.Namespace(t)
+	if err := f.CreateS3Secret(ctx, ns, "s3-credentials", s3.S3Config); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s3.Client.BucketExists(ctx, s3.Bucket); err != nil || !ok {
+		t.Fatalf("bucket %s at %s: exists=%v, %v", s3.Bucket, s3.Endpoint, ok, err)
+	}
+	prefix := "e2e/" + ns + "/"
+	want := []byte("snapshot " + ns)
+	if err := s3.Put(ctx, prefix+"a.db", want); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	objs, err := s3.List(ctx, prefix)
+	if err != nil || len(objs) != 1 || objs[0].Key != prefix+"a.db" || objs[0].Size != int64(len(want)) {
+		t.Fatalf("list %s: %+v, %v; want the one object", prefix, objs, err)
+	}
+	if got, err := s3.Get(ctx, prefix+"a.db"); err != nil || string(got) != string(want) {
+		t.Fatalf("get: %q, %v; want %q", got, err, want)
+	}
+	if err := s3.Delete(ctx, prefix); err != nil {
+		t.Fatalf("delete %s: %v", prefix, err)
+	}
+	if objs, err := s3.List(ctx, prefix); err != nil || len(objs) != 0 {
+		t.Fatalf("after delete: %+v, %v; want nothing", objs, err)
+	}
+	t.Logf("S3 server %s, bucket %s: put, list, get and delete work from the host", s3.Endpoint, s3.Bucket)
 }
 
 // TestTrafficAndDisruption runs client traffic against a hand-made 3-member etcd,

@@ -88,3 +88,5 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	sigs.k8s.io/yaml v1.2.0 // indirect
 )
+
+tool go.etcd.io/etcd/etcdutl/v3
