@@ -127,8 +127,11 @@ func terminated(p corev1.Pod, want int) (string, bool) {
 
 // result is the JSON line the snapshot subcommands write to the termination log.
 type result struct {
-	Error       string `json:"error,omitempty"`
-	Member      string `json:"member,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Member struct {
+		Name string `json:"name"`
+		ID   string `json:"id"`
+	} `json:"member"`
 	ClusterID   string `json:"clusterID,omitempty"`
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 	Revision    int64  `json:"revision,omitempty"`
@@ -180,8 +183,8 @@ func resultError(msg string) string {
 }
 
 func (res result) fill(s *v1.EtcdBackupStatus) {
-	if res.Member != "" {
-		s.Member = res.Member
+	if res.Member.Name != "" {
+		s.Member = res.Member.Name
 	}
 	s.ClusterID, s.EtcdVersion, s.Revision = res.ClusterID, res.EtcdVersion, res.Revision
 	s.Size, s.SHA256 = res.Size, res.SHA256

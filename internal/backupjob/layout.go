@@ -21,8 +21,8 @@ const (
 	ManifestFile     = "manifest.json"
 )
 
-// Dir is the backup's directory: <prefix><namespace>/<cluster>/<backup>/ (prefix is the bucket
-// prefix or the volume path).
+// Dir is the backup's key, the directory of its objects: <prefix><namespace>/<cluster>/<backup>
+// (prefix is the bucket prefix or the volume path). The subcommands get it whole, prefix included.
 func Dir(storage v1.BackupStorage, namespace, cluster, backup string) string {
 	prefix := ""
 	switch {
@@ -34,15 +34,15 @@ func Dir(storage v1.BackupStorage, namespace, cluster, backup string) string {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return prefix + path.Join(namespace, cluster, backup) + "/"
+	return prefix + path.Join(namespace, cluster, backup)
 }
 
 // SnapshotKey is the snapshot object's key (or path inside the volume).
 func SnapshotKey(storage v1.BackupStorage, namespace, cluster, backup string, c v1.BackupCompression) string {
 	if c == v1.CompressionNone {
-		return Dir(storage, namespace, cluster, backup) + SnapshotFile
+		return Dir(storage, namespace, cluster, backup) + "/" + SnapshotFile
 	}
-	return Dir(storage, namespace, cluster, backup) + SnapshotFileZstd
+	return Dir(storage, namespace, cluster, backup) + "/" + SnapshotFileZstd
 }
 
 // Location is how status names an object: s3://bucket/key or pvc://claim/key.
@@ -54,4 +54,13 @@ func Location(storage v1.BackupStorage, key string) string {
 		return "pvc://" + storage.Volume.PersistentVolumeClaimName + "/" + key
 	}
 	return key
+}
+
+// BackupKey is the backup's key (its directory) of a snapshot object's key: restores and drills
+// name the snapshot object, the subcommands its directory.
+func BackupKey(objectKey string) string {
+	if d, f := path.Split(objectKey); f == SnapshotFile || f == SnapshotFileZstd {
+		return strings.TrimSuffix(d, "/")
+	}
+	return strings.TrimSuffix(objectKey, "/")
 }

@@ -57,13 +57,14 @@ type Job struct {
 
 // SaveJob streams a snapshot from endpoint (one member's client URL) to storage.
 func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression v1.BackupCompression) *batchv1.Job {
-	args := []string{"snapshot", "save", "--endpoint=" + endpoint, "--key=" + j.Key,
+	args := []string{"snapshot", "save", "--endpoint=" + endpoint, "--backup-key=" + BackupKey(j.Key),
+		"--namespace=" + j.Namespace, "--cluster=" + j.Cluster, "--backup=" + j.Backup,
 		"--compression=" + string(compression), "--result-file=" + resultFile}
 	args = append(args, storageArgs(j.Storage)...)
 	c := container("save", j.Image, args, j.Storage)
 	vols := storageVolumes(j.Storage)
 	if tls != nil {
-		c.Args = append(c.Args, "--cacert="+etcdTLSDir+"/ca.crt", "--cert="+etcdTLSDir+"/tls.crt", "--keyfile="+etcdTLSDir+"/tls.key")
+		c.Args = append(c.Args, "--cacert="+etcdTLSDir+"/ca.crt", "--cert="+etcdTLSDir+"/tls.crt", "--key="+etcdTLSDir+"/tls.key")
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "etcd-tls", MountPath: etcdTLSDir, ReadOnly: true})
 		vols = append(vols, secretVolume("etcd-tls", tls.SecretName, nil))
 	}
@@ -75,8 +76,8 @@ func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression v1.BackupCompress
 func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
 	install := container("install", j.Image, []string{"install-self", toolsDir + "/steward"}, v1.BackupStorage{})
 	install.VolumeMounts = []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir}}
-	args := []string{"snapshot", "verify", "--key=" + j.Key, "--expect-sha256=" + sha256,
-		"--bump-revision=" + strconv.FormatInt(bump, 10), "--workdir=" + workDir,
+	args := []string{"snapshot", "verify", "--backup-key=" + BackupKey(j.Key), "--expect-sha256=" + sha256,
+		"--bump-revision=" + strconv.FormatInt(bump, 10), "--work-dir=" + workDir,
 		"--etcd=/usr/local/bin/etcd", "--etcdutl=/usr/local/bin/etcdutl", "--result-file=" + resultFile}
 	args = append(args, storageArgs(j.Storage)...)
 	c := container("verify", etcdImage, args, j.Storage)
@@ -93,7 +94,7 @@ func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
 
 // DeleteJob removes the backup's objects (snapshot and manifest).
 func DeleteJob(j Job) *batchv1.Job {
-	args := append([]string{"snapshot", "delete", "--key=" + j.Key, "--result-file=" + resultFile}, storageArgs(j.Storage)...)
+	args := append([]string{"snapshot", "delete", "--backup-key=" + BackupKey(j.Key), "--result-file=" + resultFile}, storageArgs(j.Storage)...)
 	c := container("delete", j.Image, args, j.Storage)
 	return job(j, TaskDelete, corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: storageVolumes(j.Storage)}, 2)
 }

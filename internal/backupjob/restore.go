@@ -53,7 +53,7 @@ echo "restored $NAME from the snapshot"
 // target version's etcdutl (etcd image). Both skip when the data directory already holds a member.
 func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 	stage := r.MountPath + "/restore"
-	args := []string{"snapshot", "fetch", "--key=" + r.Key, "--out=" + stage + "/snapshot.db",
+	args := []string{"snapshot", "fetch", "--backup-key=" + BackupKey(r.Key), "--out=" + stage + "/snapshot.db",
 		"--skip-if-exists=" + r.DataDir + "/member", "--result-file=" + resultFile}
 	if r.SHA256 != "" {
 		args = append(args, "--expect-sha256="+r.SHA256)
