@@ -144,4 +144,3 @@ func fill(t testing.TB, cli *clientv3.Client, prefix string, n, size int) {
 		}
 	}
 }
-

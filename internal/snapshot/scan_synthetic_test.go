@@ -2,8 +2,8 @@ package snapshot
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
