@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Volume stores objects as files under a root directory (a mounted PersistentVolume). Metadata
@@ -149,7 +150,7 @@ func (v *Volume) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo
 		return nil, ObjectInfo{}, err
 	}
 	f, err := os.Open(file)
-	if errors.Is(err, fs.ErrNotExist) {
+	if missing(err) {
 		return nil, ObjectInfo{}, fmt.Errorf("%s: %w", v.Location(key), ErrNotFound)
 	}
 	if err != nil {
@@ -170,7 +171,7 @@ func (v *Volume) Stat(_ context.Context, key string) (ObjectInfo, error) {
 		return ObjectInfo{}, err
 	}
 	st, err := os.Stat(file)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.IsDir()) {
+	if missing(err) || (err == nil && st.IsDir()) {
 		return ObjectInfo{}, fmt.Errorf("%s: %w", v.Location(key), ErrNotFound)
 	}
 	if err != nil {
@@ -252,6 +253,11 @@ func (v *Volume) List(ctx context.Context, prefix string) ([]ObjectInfo, error) 
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// missing: no such file, or a path through a file ("a.db/manifest.json" when a.db is an object).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // ctxReader stops a copy once ctx is done, so a cancelled backup does not finish writing.

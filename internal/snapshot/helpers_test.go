@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-steward/steward/internal/etcdtest"
+	"github.com/etcd-steward/steward/internal/snapshot/snaptest"
 )
 
 func tctx(t testing.TB) context.Context {
@@ -27,12 +28,35 @@ func tctx(t testing.TB) context.Context {
 func startEtcd(t testing.TB) (*etcdtest.Cluster, *clientv3.Client) {
 	t.Helper()
 	c := etcdtest.Start(t, 1)
+	return c, clientFor(t, c.Members[0].ClientURL)
+}
+
+type cluster struct {
+	*etcdtest.Cluster
+	cli *clientv3.Client
+}
+
+// startCluster runs n members and a client for all of them.
+func startCluster(t testing.TB, n int) cluster {
+	t.Helper()
+	c := etcdtest.Start(t, n)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.ClientURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	return c, cli
+	return cluster{c, cli}
+}
+
+// clientFor dials exactly one member, as Save wants.
+func clientFor(t testing.TB, url string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }
 
 // rawSnapshot reads a whole snapshot stream into memory (tests only: Save never does).
@@ -126,21 +150,7 @@ func scanChunked(t testing.TB, raw []byte, sizes ...int) ScanResult {
 	return r
 }
 
-// fill writes n keys under prefix with values of size bytes (half random, so zstd has work).
 func fill(t testing.TB, cli *clientv3.Client, prefix string, n, size int) {
 	t.Helper()
-	ctx := tctx(t)
-	val := make([]byte, size)
-	for i := range n {
-		for j := range val {
-			if j%2 == 0 {
-				val[j] = byte(i*131 + j*7 + j/97)
-			} else {
-				val[j] = 'v'
-			}
-		}
-		if _, err := cli.Put(ctx, fmt.Sprintf("%s/%06d", prefix, i), string(val)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	snaptest.Fill(tctx(t), t, cli, prefix, n, size)
 }

@@ -8,10 +8,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// checkScan compares the scanner with bbolt and with the live member: the revision etcd serves
+// compareScan compares the scanner with bbolt and with the live member: the revision etcd serves
 // now is the one the scanner must find, and the highest key of bucket "key" (what etcdutl
 // reports) must be what it saw as KeyRevision whenever no compaction removed the newest ones.
-func checkScan(t *testing.T, raw []byte, live int64, sizes ...int) (ScanResult, boltFacts) {
+func compareScan(t *testing.T, raw []byte, live int64, sizes ...int) (ScanResult, boltFacts) {
 	t.Helper()
 	f := openBolt(t, raw)
 	r := scanChunked(t, raw, sizes...)
@@ -38,7 +38,7 @@ func TestScanTinyDatabaseWithInlineBuckets(t *testing.T) {
 	raw := rawSnapshot(t, cli)
 	live := liveRevision(t, cli)
 	// Byte by byte and in odd sizes: page boundaries and headers split across writes.
-	r, f := checkScan(t, raw, live, 1, 7, 13, 4096, 100)
+	r, f := compareScan(t, raw, live, 1, 7, 13, 4096, 100)
 	if !f.keyInline {
 		t.Fatal("the key bucket is not inline: this test no longer covers inline buckets")
 	}
@@ -54,7 +54,7 @@ func TestScanManyKeysAndOverflowPages(t *testing.T) {
 	fill(t, cli, "small", 200, 120)   // rewrite some: history and freed pages
 	raw := rawSnapshot(t, cli)
 	live := liveRevision(t, cli)
-	r, f := checkScan(t, raw, live, 32*1024, 5000, 4095)
+	r, f := compareScan(t, raw, live, 32*1024, 5000, 4095)
 	if f.keyOverflowPages == 0 || f.keyLeafPages < 20 {
 		t.Fatalf("key bucket has %d leaf and %d overflow pages: this test no longer covers overflow", f.keyLeafPages, f.keyOverflowPages)
 	}
@@ -85,7 +85,7 @@ func TestScanAfterDeletesAndCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := rawSnapshot(t, cli)
-	r, f := checkScan(t, raw, live, 16*1024)
+	r, f := compareScan(t, raw, live, 16*1024)
 	if f.finished != live || r.KeyRevision != f.keyRevision {
 		t.Errorf("bbolt: finished compaction %d, last key %d; scanner %+v; live %d", f.finished, f.keyRevision, r, live)
 	}
