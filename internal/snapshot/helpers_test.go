@@ -48,10 +48,10 @@ func startCluster(t testing.TB, n int) cluster {
 	return cluster{c, cli}
 }
 
-// clientFor dials exactly one member, as Save wants.
+// clientFor dials exactly one member, as Save wants, with its dial options.
 func clientFor(t testing.TB, url string) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), DialOptions: DialOptions()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,12 @@ type capture struct {
 	vsize        uint32
 }
 
+// reset prepares the parser for the page starting at offset start, keeping its buffers.
+func (pp *pageParser) reset(start, pageSize int64) {
+	*pp = pageParser{start: start, id: uint64(start / pageSize), lo: start, hi: start + pageHeaderSize,
+		buf: pp.buf[:0], captures: pp.captures[:0]}
+}
+
 // feed gives the parser the stream bytes p starting at offset at; it returns true when the
 // parser is done (finished, or the page turned out not to be a leaf page).
 func (pp *pageParser) feed(s *Scanner, at int64, p []byte) bool {

@@ -37,6 +37,7 @@ type Scanner struct {
 	trailer []byte
 	extra   int64 // bytes after the database
 	active  []*pageParser
+	free    []*pageParser // done parsers, reused: one starts at every page boundary
 	err     error
 
 	maxRev     int64
@@ -140,10 +141,23 @@ func (s *Scanner) Write(p []byte) (int, error) {
 func (s *Scanner) scan(p []byte) {
 	end := s.off + int64(len(p))
 	for s.next < end && s.next < s.dbLen {
-		s.active = append(s.active, &pageParser{start: s.next, id: uint64(s.next / s.ps), lo: s.next, hi: s.next + pageHeaderSize})
+		var pp *pageParser
+		if n := len(s.free); n > 0 {
+			pp, s.free = s.free[n-1], s.free[:n-1]
+		} else {
+			pp = &pageParser{}
+		}
+		pp.reset(s.next, s.ps)
+		s.active = append(s.active, pp)
 		s.next += s.ps
 	}
-	s.active = slices.DeleteFunc(s.active, func(pp *pageParser) bool { return pp.feed(s, s.off, p) })
+	s.active = slices.DeleteFunc(s.active, func(pp *pageParser) bool {
+		if pp.feed(s, s.off, p) {
+			s.free = append(s.free, pp)
+			return true
+		}
+		return false
+	})
 }
 
 // Result checks that the stream was complete and returns what the scanner found.

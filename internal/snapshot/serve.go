@@ -97,4 +97,3 @@ func freePorts(n int) []int {
 	}
 	return ports
 }
-

@@ -5,6 +5,7 @@ package snaptest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -139,17 +140,18 @@ func StartTLS(t testing.TB) TLSMember {
 	}
 }
 
-// Fill writes n keys under prefix with values of size bytes, half of each value varying so that
-// compression has work to do but does not shrink it to nothing.
+// Fill writes n keys under prefix with values of size bytes: runs of random bytes and of text,
+// so that compression has work to do and halves them, about what it does to Kubernetes objects.
 func Fill(ctx context.Context, t testing.TB, cli *clientv3.Client, prefix string, n, size int) {
 	t.Helper()
+	rnd := rand.New(rand.NewPCG(uint64(n), uint64(size)))
 	val := make([]byte, size)
 	for i := range n {
 		for j := range val {
-			if j%2 == 0 {
-				val[j] = byte(i*131 + j*7 + j/97)
+			if j/64%2 == 0 {
+				val[j] = byte(rnd.Uint32())
 			} else {
-				val[j] = 'v'
+				val[j] = "kind: ConfigMap metadata: name: "[j%32]
 			}
 		}
 		if _, err := cli.Put(ctx, fmt.Sprintf("%s/%06d", prefix, i), string(val)); err != nil {
