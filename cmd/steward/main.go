@@ -1,17 +1,30 @@
 // Command steward is the Steward operator: it runs etcd clusters described by EtcdCluster objects.
+// `steward snapshot save|fetch|verify` is the data path of backups (internal/snapshot/cli), run in
+// backup Jobs and restore init containers.
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
+	"os/signal"
+	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-steward/steward/internal/manager"
+	"github.com/etcd-steward/steward/internal/snapshot/cli"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
+		// SIGTERM (a deleted Job) cancels the upload, which aborts it: no half object remains.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	var opts manager.Options
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{}

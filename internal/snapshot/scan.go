@@ -18,7 +18,7 @@ import (
 // where a leaf page starts (its header names its own page id), it reads the element headers and
 // then only the keys that matter and a prefix of their values. The revision is
 //
-//	max(highest mvcc revision key with a KeyValue for that revision, finishedCompactRev, scheduledCompactRev)
+//	max(highest mvcc revision key with a KeyValue for that revision, finishedCompactRev, scheduledCompactRev, 1)
 //
 // which is exactly the revision etcd itself serves after starting on the file (storage/mvcc
 // kvstore.restore takes the same maximum: compaction may have removed the newest revisions when
@@ -183,7 +183,7 @@ func (s *Scanner) Result() (ScanResult, error) {
 	}
 	m := s.metaBucket()
 	r.CompactRevision, r.ScheduledCompactRevision, r.StorageVersion = m.finished, m.scheduled, m.storageVersion
-	r.Revision = max(s.maxRev, m.finished, m.scheduled)
+	r.Revision = max(s.maxRev, m.finished, m.scheduled, 1) // an empty etcd is at revision 1
 	return r, nil
 }
 
