@@ -51,15 +51,15 @@ func (s *S3) explain(op, key string, err error) error {
 	case errors.As(err, &unknownCA):
 		out = fmt.Errorf("cannot trust the TLS certificate of S3 endpoint %s: it is signed by an unknown authority (%s); give the CA bundle that signed it (--s3-ca-file)", s.endpoint, issuer(unknownCA.Cert))
 	case errors.As(err, &hostname):
-		out = fmt.Errorf("the TLS certificate of S3 endpoint %s is not valid for that host name (%v): use a host name the certificate names", s.endpoint, hostname)
+		out = fmt.Errorf("the TLS certificate of S3 endpoint %s is not valid for that host name (%w): use a host name the certificate names", s.endpoint, hostname)
 	case errors.As(err, &invalid):
-		out = fmt.Errorf("the TLS certificate of S3 endpoint %s is not valid: %v", s.endpoint, invalid)
+		out = fmt.Errorf("the TLS certificate of S3 endpoint %s is not valid: %w", s.endpoint, invalid)
 	case errors.As(err, &recordHeader), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		out = fmt.Errorf("S3 endpoint %s does not speak TLS: use an http:// endpoint URL if that is intended", s.endpoint)
 	case strings.Contains(err.Error(), "tls: ") || strings.Contains(err.Error(), "x509: "):
-		out = fmt.Errorf("TLS handshake with S3 endpoint %s failed: %v", s.endpoint, innermost(err))
+		out = fmt.Errorf("TLS handshake with S3 endpoint %s failed: %w", s.endpoint, innermost(err))
 	case errors.As(err, &netErr), errors.As(err, &urlErr):
-		out = fmt.Errorf("cannot reach S3 endpoint %s: %v", s.endpoint, innermost(err))
+		out = fmt.Errorf("cannot reach S3 endpoint %s: %w", s.endpoint, innermost(err))
 	default:
 		out = fmt.Errorf("S3 %s %s: %w", op, what, err)
 	}

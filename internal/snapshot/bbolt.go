@@ -90,29 +90,26 @@ func parseLeafElement(b []byte) leafElement {
 }
 
 // inlineLeaf calls fn with each key and value of an inline bucket's page (a bucket small enough
-// that bbolt stores it inside its parent's value, as a fresh etcd's buckets are). It returns
-// false when the value holds no inline page or the page does not parse.
-func inlineLeaf(value []byte, fn func(key, value []byte)) bool {
+// that bbolt stores it inside its parent's value, as a fresh etcd's buckets are). A value that
+// holds no inline page, or a page that does not parse, yields nothing (more).
+func inlineLeaf(value []byte, fn func(key, value []byte)) {
 	if len(value) < bucketHeader+pageHeaderSize || le.Uint64(value) != 0 {
-		return false // root != 0: the bucket lives in pages of its own
+		return // root != 0: the bucket lives in pages of its own
 	}
 	page := value[bucketHeader:]
-	h := parsePageHeader(page)
-	if h.flags != leafPageFlag {
-		return false
-	}
-	for i := range int(h.count) {
-		off := pageHeaderSize + i*leafElementSize
-		if off+leafElementSize > len(page) {
-			return false
+	if h := parsePageHeader(page); h.flags == leafPageFlag {
+		for i := range int(h.count) {
+			off := pageHeaderSize + i*leafElementSize
+			if off+leafElementSize > len(page) {
+				return
+			}
+			e := parseLeafElement(page[off:])
+			start := uint64(off) + uint64(e.pos)
+			end := start + uint64(e.ksize) + uint64(e.vsize)
+			if end > uint64(len(page)) {
+				return
+			}
+			fn(page[start:start+uint64(e.ksize)], page[start+uint64(e.ksize):end])
 		}
-		e := parseLeafElement(page[off:])
-		start := uint64(off) + uint64(e.pos)
-		end := start + uint64(e.ksize) + uint64(e.vsize)
-		if end > uint64(len(page)) {
-			return false
-		}
-		fn(page[start:start+uint64(e.ksize)], page[start+uint64(e.ksize):end])
 	}
-	return true
 }

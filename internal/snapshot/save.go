@@ -177,7 +177,10 @@ func (c *hashCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var errIdle = errors.New("etcd stopped sending the snapshot")
+var (
+	errIdle        = errors.New("etcd stopped sending the snapshot")
+	errUploadEnded = errors.New("the upload ended")
+)
 
 // stream runs the pipeline: etcd -> scanner and encoder -> hash -> pipe -> store.Put.
 func stream(ctx context.Context, cli *clientv3.Client, store objstore.Store, objKey string, m Manifest, opts SaveOptions) (ScanResult, *hashCounter, error) {
@@ -210,10 +213,11 @@ func stream(ctx context.Context, cli *clientv3.Client, store objstore.Store, obj
 	meta := map[string]string{"compression": string(opts.Compression), "cluster": m.Namespace + "/" + m.Cluster,
 		"member": m.Member.Name + " (" + m.Member.ID + ")", "backup": m.Backup}
 	_, putErr := store.Put(sctx, objKey, pr, meta)
-	_ = pr.CloseWithError(fmt.Errorf("upload ended: %w", putErr)) // unblock the encoder if the Put gave up
+	_ = pr.CloseWithError(errUploadEnded) // unblock the encoder if the Put gave up early
 	streamErr := <-done
 	switch {
-	case streamErr != nil && !errors.Is(streamErr, io.ErrClosedPipe):
+	case streamErr != nil && !errors.Is(streamErr, errUploadEnded):
+		// The stream failed first (the Put then failed on it): that is the cause.
 		return ScanResult{}, nil, fmt.Errorf("snapshot stream from %s: %w", cli.Endpoints()[0], causeOr(sctx, streamErr))
 	case putErr != nil:
 		return ScanResult{}, nil, causeOr(sctx, putErr)

@@ -34,8 +34,9 @@ func (d *drill) serve(ctx context.Context, data, peer, client string) (rev, keys
 	if err := cmd.Start(); err != nil {
 		return 0, 0, fmt.Errorf("starting etcd: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer stop(cmd, exited)
 
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
@@ -52,23 +53,22 @@ func (d *drill) serve(ctx context.Context, data, peer, client string) (rev, keys
 			return resp.Header.Revision, resp.Count, nil
 		}
 		select {
-		case werr := <-exited:
-			exited <- werr
+		case <-exited:
 			log, _ := os.ReadFile(logPath)
-			return 0, 0, fmt.Errorf("etcd exited on the restored data (%v): %s", werr, tail(string(log), 1500))
+			return 0, 0, fmt.Errorf("etcd exited on the restored data (%w): %s", waitErr, tail(string(log), 1500))
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logPath)
-			return 0, 0, fmt.Errorf("etcd on the restored data did not serve a linearizable read within %s (%v): %s", d.opts.StartTimeout, err, tail(string(log), 1500))
+			return 0, 0, fmt.Errorf("etcd on the restored data did not serve a linearizable read within %s (%w): %s", d.opts.StartTimeout, err, tail(string(log), 1500))
 		}
 	}
 }
 
 // stop ends etcd with SIGTERM, then SIGKILL after 10 s.
-func stop(cmd *exec.Cmd, exited chan error) {
+func stop(cmd *exec.Cmd, exited <-chan struct{}) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:

@@ -65,8 +65,11 @@ func Verify(ctx context.Context, store objstore.Store, key string, opts VerifyOp
 		opts.StartTimeout = 5 * time.Minute
 	}
 	for name, bin := range map[string]string{"etcd": opts.Etcd, "etcdutl": opts.Etcdutl} {
-		if _, err := exec.LookPath(bin); bin == "" || err != nil {
-			return VerifyResult{}, fmt.Errorf("the restore drill needs the %s binary (%q): %v", name, bin, err)
+		if bin == "" {
+			return VerifyResult{}, fmt.Errorf("the restore drill needs the %s binary", name)
+		}
+		if _, err := exec.LookPath(bin); err != nil {
+			return VerifyResult{}, fmt.Errorf("the restore drill needs the %s binary: %w", name, err)
 		}
 	}
 	if opts.Bump < 0 {

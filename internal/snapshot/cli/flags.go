@@ -138,8 +138,11 @@ func (e *etcdFlags) tlsConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("--cacert: %w", err)
 	}
 	roots, err := pki.ParseCertsPEM(b)
-	if err != nil || len(roots) == 0 {
-		return nil, fmt.Errorf("--cacert %s holds no PEM certificate: %v", e.cacert, err)
+	if err != nil {
+		return nil, fmt.Errorf("--cacert %s: %w", e.cacert, err)
+	}
+	if len(roots) == 0 {
+		return nil, fmt.Errorf("--cacert %s holds no PEM certificate", e.cacert)
 	}
 	creds := &etcd.Credentials{}
 	creds.Set(roots, certs)
