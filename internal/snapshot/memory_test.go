@@ -100,7 +100,7 @@ const mib = 1 << 20
 // size: what a save holds is one multipart part (8 MiB), the encoder (~6 MiB), gRPC's 1 MiB window
 // and small buffers; the rest is garbage (every gRPC message of the stream is a new buffer), which
 // the garbage collector's pacing lets pile up to the size of the whole heap. The steward binary
-// sets a soft memory limit for that reason (cli.MemoryLimit); this test measures a save with a
+// sets a soft memory limit for that reason (cli.MemoryBudget above its start); this test measures a save with a
 // limit of what the test process held before it plus 32 MiB, and without one. The figures are
 // printed as MEASURE lines.
 func TestSaveMemoryIsBounded(t *testing.T) {

@@ -14,15 +14,17 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 )
 
-// MemoryLimit is the soft limit of the Go heap set for a snapshot command unless GOMEMLIMIT is
-// set: a save streams ~100 MiB of short-lived buffers per 64 MiB of snapshot, and without a
-// limit the garbage collector lets that garbage grow with the heap; with it the process stays
-// near its working set (a multipart part, the encoder, small buffers) whatever the database size.
-// Give the container at least twice this.
-const MemoryLimit = 64 << 20
+// MemoryBudget is how much more memory than at its start a snapshot command lets the Go runtime
+// use (a soft limit, unless GOMEMLIMIT is set): a save streams ~100 MiB of short-lived buffers
+// per 64 MiB of snapshot, and without a limit the garbage collector lets that garbage grow with
+// the heap; with it the process stays near its working set (a multipart part, the encoder, small
+// buffers: ~16 MiB) whatever the database size. The binary itself starts at ~40 MiB RSS; give
+// the container 128 MiB.
+const MemoryBudget = 32 << 20
 
 // DefaultResultFile is where Kubernetes reads a container's termination message.
 const DefaultResultFile = "/dev/termination-log"
@@ -33,7 +35,7 @@ const MaxResult = 4096
 // Main runs `steward snapshot <args>` and returns the exit code.
 func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	if env("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(MemoryLimit)
+		debug.SetMemoryLimit(goMemory() + MemoryBudget)
 	}
 	logf := func(format string, a ...any) {
 		_, _ = fmt.Fprintf(stderr, "%s steward snapshot: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, a...))
@@ -78,6 +80,13 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 		err = fmt.Errorf("gave up after --timeout %s: %w", *timeout, err)
 	}
 	return finish(res, err, *resultFile, resultFileSet(fs), stdout, stderr)
+}
+
+// goMemory is the memory the Go runtime counts against its limit now.
+func goMemory() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 func resultFileSet(fs *flag.FlagSet) bool {
