@@ -90,11 +90,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", u.Host, err)
 	}
-	prefix := strings.TrimPrefix(cfg.Prefix, "/")
-	if prefix != "" && !strings.HasSuffix(prefix, "/") {
-		prefix += "/"
-	}
-	s := &S3{c: c, cfg: cfg, prefix: prefix, endpoint: u.Scheme + "://" + u.Host}
+	s := &S3{c: c, cfg: cfg, prefix: NormalizePrefix(cfg.Prefix), endpoint: u.Scheme + "://" + u.Host}
 	for _, v := range []string{cfg.SecretAccessKey, cfg.SessionToken} {
 		if v != "" {
 			s.secrets = append(s.secrets, v)
@@ -102,6 +98,18 @@ func NewS3(cfg S3Config) (*S3, error) {
 	}
 	return s, nil
 }
+
+// NormalizePrefix is the prefix as S3 stores it: no leading "/", a trailing one unless empty.
+func NormalizePrefix(prefix string) string {
+	prefix = strings.TrimPrefix(prefix, "/")
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return prefix
+}
+
+// ObjectKey is the key's name in the bucket: the prefix and the key.
+func (s *S3) ObjectKey(key string) string { return s.prefix + key }
 
 // Location is s3://bucket/prefix+key.
 func (s *S3) Location(key string) string { return "s3://" + s.cfg.Bucket + "/" + s.prefix + key }

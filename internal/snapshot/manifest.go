@@ -177,3 +177,28 @@ func newDecoder(r io.Reader) (*zstd.Decoder, error) {
 	return zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 		zstd.WithDecoderMaxWindow(64<<20))
 }
+
+// Delete removes a backup: its manifest first (a backup without one is unfinished, so a delete
+// cut short never leaves something that looks complete), then every other object under its key.
+// Objects already gone are not an error, so a delete can be repeated.
+func Delete(ctx context.Context, store objstore.Store, key string) (deleted []string, err error) {
+	objs, err := store.List(ctx, key+"/")
+	if err != nil {
+		return nil, err
+	}
+	manifest := key + "/" + ManifestName
+	if err := store.Delete(ctx, manifest); err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.Key == manifest {
+			deleted = append([]string{manifest}, deleted...)
+			continue
+		}
+		if err := store.Delete(ctx, o.Key); err != nil {
+			return deleted, err
+		}
+		deleted = append(deleted, o.Key)
+	}
+	return deleted, nil
+}

@@ -51,6 +51,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"save", "--endpoint", "http://127.0.0.1:2379", "--backup-key", "a/b/c"}, "no destination"},
 		{[]string{"save", "--endpoint", "http://127.0.0.1:2379", "--volume-dir", vol, "--s3-endpoint", "http://x", "--backup-key", "a"}, "not both"},
 		{[]string{"save", "--endpoint", "http://127.0.0.1:2379", "--s3-endpoint", "http://x", "--backup-key", "a"}, "--s3-bucket is required"},
+		{[]string{"delete", "--volume-dir", vol}, "give --backup-key"},
 		{[]string{"save", "--endpoint", "http://127.0.0.1:2379", "--volume-dir", vol}, "give --backup-key, or --namespace, --cluster and --backup"},
 		{[]string{"save", "--endpoint", "http://127.0.0.1:2379", "--volume-dir", vol, "--backup-key", "a", "--compression", "gzip"}, "want zstd or none"},
 		{[]string{"save", "--endpoint", "https://127.0.0.1:2379", "--volume-dir", vol, "--backup-key", "a", "--cert", "c.pem"}, "--cert and --key go together"},
@@ -65,7 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Main(context.Background(), []string{"restore"}, os.Getenv, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want save, fetch or verify") {
+	if code := Main(context.Background(), []string{"restore"}, os.Getenv, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want save, fetch, verify or delete") {
 		t.Errorf("unknown command: %d %s", code, stderr.String())
 	}
 }
@@ -102,5 +103,32 @@ func TestDefaultResultFileOnlyInAContainer(t *testing.T) {
 	}
 	if _, err := os.Stat(DefaultResultFile); err == nil {
 		t.Errorf("%s was created", DefaultResultFile)
+	}
+}
+
+// Without --s3-endpoint the bucket is Amazon S3's (the EtcdBackup API leaves the endpoint empty
+// for AWS); the prefix is part of the object keys the results report.
+func TestS3DefaultsToAmazon(t *testing.T) {
+	d := destination{s3Bucket: "backups", s3Prefix: "etcd", s3Region: "eu-west-1"}
+	store, err := d.store(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc, key := store.Location("db/demo/b1"), objectKey(store, "db/demo/b1"); loc != "s3://backups/etcd/db/demo/b1" || key != "etcd/db/demo/b1" {
+		t.Errorf("location %s, key %s", loc, key)
+	}
+}
+
+func TestInstallSelf(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "tools", "steward")
+	if err := InstallSelf(dest); err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	a, _ := os.ReadFile(self)
+	b, err := os.ReadFile(dest)
+	st, _ := os.Stat(dest)
+	if err != nil || !bytes.Equal(a, b) || st.Mode().Perm()&0o111 == 0 {
+		t.Errorf("installed copy: %v, same %v, mode %v", err, bytes.Equal(a, b), st.Mode())
 	}
 }

@@ -62,7 +62,8 @@ func (c *saveCmd) run(ctx context.Context, env func(string) string, logf func(st
 	if err != nil {
 		return nil, err
 	}
-	return withFields(m, map[string]any{"location": store.Location(key + "/" + m.Object)})
+	obj := key + "/" + m.Object
+	return withFields(m, map[string]any{"location": store.Location(obj), "key": objectKey(store, obj)})
 }
 
 // fetchCmd: steward snapshot fetch.
@@ -150,6 +151,39 @@ func (c *verifyCmd) run(ctx context.Context, env func(string) string, logf func(
 		delete(res, "message") // the error says it
 	}
 	return res, err
+}
+
+// deleteCmd: steward snapshot delete.
+type deleteCmd struct {
+	dest destination
+	ref  backupRef
+}
+
+func (c *deleteCmd) bind(fs *flag.FlagSet) {
+	c.dest.bind(fs)
+	c.ref.bind(fs)
+}
+
+func (c *deleteCmd) run(ctx context.Context, env func(string) string, logf func(string, ...any)) (map[string]any, error) {
+	key, err := c.ref.resolve()
+	if err != nil {
+		return nil, err
+	}
+	store, err := c.dest.store(env)
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := snapshot.Delete(ctx, store, key)
+	for _, d := range deleted {
+		logf("deleted %s", store.Location(d))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if deleted == nil {
+		deleted = []string{}
+	}
+	return map[string]any{"deleted": deleted, "location": store.Location(key)}, nil
 }
 
 // withFields is v's JSON object with extra fields added.

@@ -76,6 +76,9 @@ func TestSaveFetchVerifyWithTLSAndS3(t *testing.T) {
 		num(t, save, "revision") != live.Header.Revision || save.result["compression"] != "zstd" || save.result["sha256"] == "" {
 		t.Fatalf("save: exit %d, %s\nstderr: %s", save.code, save.raw, save.stderr)
 	}
+	if save.result["key"] != "steward/db/demo/nightly/snapshot.db.zst" {
+		t.Errorf("save result key %v", save.result["key"])
+	}
 	if len(save.raw) > MaxResult {
 		t.Errorf("save result is %d bytes", len(save.raw))
 	}
@@ -113,6 +116,17 @@ func TestSaveFetchVerifyWithTLSAndS3(t *testing.T) {
 		t.Fatalf("verify: exit %d, %s\nstderr: %s", verify.code, verify.raw, verify.stderr)
 	}
 	t.Logf("results:\n%s%s%s", save.raw, fetch.raw, verify.raw)
+
+	del := runCLI(t, env, append([]string{"delete"}, s3Flags...)...)
+	if del.code != 0 || fmt.Sprint(del.result["deleted"]) != "[db/demo/nightly/manifest.json db/demo/nightly/snapshot.db.zst]" {
+		t.Errorf("delete: exit %d, %s", del.code, del.raw)
+	}
+	if left, err := store.List(ctx, "db/"); err != nil || len(left) != 0 {
+		t.Errorf("after delete: %v, %v", left, err)
+	}
+	if again := runCLI(t, env, append([]string{"delete"}, s3Flags...)...); again.code != 0 {
+		t.Errorf("deleting again: exit %d, %s", again.code, again.raw)
+	}
 }
 
 // Plain etcd to a volume, uncompressed; and the errors a Job would report.

@@ -27,7 +27,7 @@ type destination struct {
 }
 
 func (d *destination) bind(fs *flag.FlagSet) {
-	fs.StringVar(&d.s3Endpoint, "s3-endpoint", "", "S3 service URL (https://s3.eu-west-1.amazonaws.com, http://minio:9000); credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
+	fs.StringVar(&d.s3Endpoint, "s3-endpoint", "", "S3 service URL (http://minio:9000; default with --s3-bucket: "+awsEndpoint+"); credentials come from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN")
 	fs.StringVar(&d.s3Bucket, "s3-bucket", "", "S3 bucket")
 	fs.StringVar(&d.s3Prefix, "s3-prefix", "", "prefix of every object key in the bucket")
 	fs.StringVar(&d.s3Region, "s3-region", "", "the bucket's region (empty: ask the service)")
@@ -36,19 +36,27 @@ func (d *destination) bind(fs *flag.FlagSet) {
 	fs.StringVar(&d.volumeDir, "volume-dir", "", "directory of a mounted volume to keep backups in, instead of S3")
 }
 
+// awsEndpoint is Amazon S3's; minio-go turns it into the bucket region's endpoint.
+const awsEndpoint = "https://s3.amazonaws.com"
+
 // store builds the destination's store; env supplies the S3 credentials.
 func (d *destination) store(env func(string) string) (objstore.Store, error) {
+	s3 := d.s3Endpoint != "" || d.s3Bucket != ""
 	switch {
-	case d.s3Endpoint != "" && d.volumeDir != "":
-		return nil, usageError("give either --s3-endpoint or --volume-dir, not both")
+	case s3 && d.volumeDir != "":
+		return nil, usageError("give either S3 flags or --volume-dir, not both")
 	case d.volumeDir != "":
 		return objstore.NewVolume(d.volumeDir)
-	case d.s3Endpoint == "":
-		return nil, usageError("no destination: give --s3-endpoint and --s3-bucket, or --volume-dir")
+	case !s3:
+		return nil, usageError("no destination: give --s3-bucket (and --s3-endpoint unless it is Amazon S3), or --volume-dir")
 	case d.s3Bucket == "":
 		return nil, usageError("--s3-bucket is required with --s3-endpoint")
 	}
-	cfg := objstore.S3Config{Endpoint: d.s3Endpoint, Bucket: d.s3Bucket, Prefix: d.s3Prefix, Region: d.s3Region,
+	endpoint := d.s3Endpoint
+	if endpoint == "" {
+		endpoint = awsEndpoint
+	}
+	cfg := objstore.S3Config{Endpoint: endpoint, Bucket: d.s3Bucket, Prefix: d.s3Prefix, Region: d.s3Region,
 		ForcePathStyle: d.s3PathStyle, AccessKeyID: env("AWS_ACCESS_KEY_ID"), SecretAccessKey: env("AWS_SECRET_ACCESS_KEY"),
 		SessionToken: env("AWS_SESSION_TOKEN")}
 	if d.s3CAFile != "" {
@@ -59,6 +67,14 @@ func (d *destination) store(env func(string) string) (objstore.Store, error) {
 		cfg.CABundle = b
 	}
 	return objstore.NewS3(cfg)
+}
+
+// objectKey is key as the store names it: with the S3 prefix in front.
+func objectKey(store objstore.Store, key string) string {
+	if s3, ok := store.(*objstore.S3); ok {
+		return s3.ObjectKey(key)
+	}
+	return key
 }
 
 // backupRef names the backup: --backup-key, or --namespace/--cluster/--backup.
