@@ -1,17 +1,38 @@
 // Command steward is the Steward operator: it runs etcd clusters described by EtcdCluster objects.
+// `steward snapshot save|fetch|verify|delete` is the data path of backups (internal/snapshot/cli),
+// run in backup Jobs and restore init containers; `steward install-self <path>` copies the binary
+// into a volume shared with another image's container.
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
+	"os/signal"
+	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-steward/steward/internal/manager"
+	"github.com/etcd-steward/steward/internal/snapshot/cli"
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "install-self" {
+		if err := cli.InstallSelf(os.Args[2]); err != nil {
+			_, _ = os.Stderr.WriteString("steward install-self: " + err.Error() + "\n")
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
+		// SIGTERM (a deleted Job) cancels the upload, which aborts it: no half object remains.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	var opts manager.Options
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{}

@@ -1,0 +1,99 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// serve starts etcd on the restored data directory, isolated on loopback (no TLS, no peers; the
+// member list holds only itself), waits until it answers a linearizable read, and returns the
+// revision it serves and how many keys it holds. The process is stopped before returning.
+func (d *drill) serve(ctx context.Context, data, peer, client string) (rev, keys int64, err error) {
+	logPath := filepath.Join(d.dir, "etcd.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = logf.Close() }()
+	cmd := exec.Command(d.opts.Etcd, "--name=verify", "--data-dir="+data,
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=verify="+peer,
+		"--initial-cluster-token=steward-verify", "--log-level=warn",
+		// A throwaway member: no fsync, and a quota that a large snapshot does not exceed.
+		"--unsafe-no-fsync", "--quota-backend-bytes=17179869184")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return 0, 0, fmt.Errorf("starting etcd: %w", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	defer stop(cmd, exited)
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = cli.Close() }()
+	deadline := time.Now().Add(d.opts.StartTimeout)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := cli.Get(rctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+		cancel()
+		if err == nil {
+			return resp.Header.Revision, resp.Count, nil
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			return 0, 0, fmt.Errorf("etcd exited on the restored data (%w): %s", waitErr, tail(string(log), 1500))
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			return 0, 0, fmt.Errorf("etcd on the restored data did not serve a linearizable read within %s (%w): %s", d.opts.StartTimeout, err, tail(string(log), 1500))
+		}
+	}
+}
+
+// stop ends etcd with SIGTERM, then SIGKILL after 10 s.
+func stop(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// freePorts returns n loopback ports that were free a moment ago.
+func freePorts(n int) []int {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
