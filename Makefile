@@ -56,8 +56,12 @@ lint: tools ## golangci-lint with .golangci.yml.
 build: ## Build the steward binary into _out/bin.
 	CGO_ENABLED=0 go build -trimpath -o _out/bin/steward ./cmd/steward
 
+.PHONY: versitygw
+versitygw: ## Build the S3 server the backup tests store into (cached).
+	$(TOOLCHAIN) versitygw
+
 .PHONY: test
-test: envtest ## Unit and envtest integration tests (real kube-apiserver and etcd).
+test: envtest versitygw ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m $(UNIT_PKGS)
 
 .PHONY: run
