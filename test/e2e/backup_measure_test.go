@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+// TestBackupMeasure is the figure run: a 256 MiB database under client traffic, backed up
+// and restored. It reports backup time and throughput, the backup process's and the operator's
+// peak RSS, client latency during the backup against the same traffic without one, and the time
+// from creating the restored cluster to Available. Figures are logged (MEASURE), not asserted.
+func TestBackupMeasure(t *testing.T) {
+	t.Parallel()
+	size := resource.MustParse("2Gi")
+	ns := settledCluster(t, "big", 1, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = &size })
+	dest, _ := s3Storage(t, ns)
+	cl := clientFor(t, ns, "big")
+	value := strings.Repeat("v", 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	for i := range 256 {
+		if _, err := cl.Put(ctx, fmt.Sprintf("/big/%04d", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	measure(t, "writing a 256 MiB database (256 × 1 MiB)", time.Since(start))
+
+	tr := framework.StartTraffic(cl, framework.TrafficConfig{Prefix: "/traffic/", Workers: 4})
+	time.Sleep(15 * time.Second)
+	quietEnd := time.Now()
+	opBefore := processRSS("/steward --leader-elect")
+
+	createObj(t, newBackup(ns, "large", "big", dest))
+	var peak sync.Map
+	stop := make(chan struct{})
+	go func() { // the backup process's RSS, sampled from the host while it runs
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if rss := processRSS("steward snapshot save"); rss.current > 0 {
+				if old, ok := peak.Load("save"); !ok || rss.current > old.(int64) {
+					peak.Store("save", rss.current)
+				}
+			}
+		}
+	}()
+	started := time.Now()
+	b := backupDone(t, ns, "large", 10*time.Minute)
+	took := time.Since(started)
+	close(stop)
+	backupEnd := time.Now()
+	time.Sleep(time.Second)
+	h := tr.Stop()
+	if b.Status.Phase != stewardv1.BackupSucceeded {
+		t.Fatalf("backup %s: %s", b.Status.Phase, b.Status.Message)
+	}
+	streamed := b.Status.CompletionTime.Sub(b.Status.StartTime.Time)
+	measure(t, "backup of a 256 MiB database, EtcdBackup created → Succeeded", took)
+	t.Logf("MEASURE backup stored %d bytes (zstd) in %.1fs of Job time: %.1f MiB/s of database", b.Status.Size,
+		streamed.Seconds(), 256/streamed.Seconds())
+	if v, ok := peak.Load("save"); ok {
+		t.Logf("MEASURE backup process peak RSS: %.1f MiB", float64(v.(int64))/(1<<20))
+	}
+	opAfter := processRSS("/steward --leader-elect")
+	t.Logf("MEASURE operator RSS before / after the backup: %.1f / %.1f MiB (peak since start %.1f MiB)",
+		float64(opBefore.current)/(1<<20), float64(opAfter.current)/(1<<20), float64(opAfter.peak)/(1<<20))
+	quiet, during := split(h, quietEnd)
+	during, _ = split(during, backupEnd)
+	for label, part := range map[string]framework.History{"without a backup": quiet, "during the backup": during} {
+		lat := part.Latencies(framework.OpPut, framework.OpGet)
+		if len(lat) == 0 {
+			continue
+		}
+		t.Logf("MEASURE client latency %s: p99 %s, max %s over %d requests, %d failed", label,
+			framework.Percentile(lat, 0.99).Round(time.Millisecond), framework.Percentile(lat, 1).Round(time.Millisecond),
+			len(lat), len(part.Failed()))
+	}
+
+	took = restoredCluster(t, ns, "big-restored", 1, &stewardv1.RestoreSpec{BackupName: "large"})
+	measure(t, "restore of the 256 MiB backup, EtcdCluster created → settled (1 member)", took)
+}
+
+type rss struct{ current, peak int64 }
+
+// processRSS reads VmRSS and VmHWM of the first host process whose command line contains match
+// (Pods' processes are visible from the host, which runs the local Kubernetes).
+func processRSS(match string) rss {
+	out, err := exec.Command("pgrep", "-f", match).Output()
+	if err != nil {
+		return rss{}
+	}
+	pid := strings.Fields(string(out))
+	if len(pid) == 0 {
+		return rss{}
+	}
+	f, err := os.Open("/proc/" + pid[0] + "/status")
+	if err != nil {
+		return rss{}
+	}
+	defer func() { _ = f.Close() }()
+	var r rss
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			r.current = kb << 10
+		case "VmHWM:":
+			r.peak = kb << 10
+		}
+	}
+	return r
+}
