@@ -154,3 +154,17 @@ func fill(t testing.TB, cli *clientv3.Client, prefix string, n, size int) {
 	t.Helper()
 	snaptest.Fill(tctx(t), t, cli, prefix, n, size)
 }
+
+// serverMinor is the running etcd's minor version ("3.6"), so tests hold for any ETCD_BIN.
+func serverMinor(t testing.TB, cli *clientv3.Client) (string, int) {
+	t.Helper()
+	st, err := cli.Status(tctx(t), cli.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, minor, ok := minorOf(st.Version)
+	if !ok {
+		t.Fatalf("etcd version %q", st.Version)
+	}
+	return fmt.Sprintf("3.%d", minor), minor
+}

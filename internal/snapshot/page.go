@@ -150,7 +150,7 @@ func (pp *pageParser) element(s *Scanner, c capture, k, v []byte) {
 	default:
 		s.revisionEntry(k, v, c.vsize)
 		if pp.meta.add(k, v) {
-			s.metaCands[pp.id] = pp.meta
+			s.metaCandidate(pp.id, pp.meta)
 		}
 	}
 }

@@ -142,7 +142,9 @@ func TestFetchRefuses(t *testing.T) {
 	}
 	wrong := strings.Repeat("ab", 32)
 	check("wrong expected sha256", "db/demo/b1", FetchOptions{ExpectSHA256: wrong}, m.SHA256, wrong, "--expect-sha256")
-	check("newer minor", "db/demo/b1", FetchOptions{MaxMinor: "3.5"}, "newer than etcd 3.5", "restore with etcd 3.")
+	_, minor := serverMinor(t, cli)
+	older := fmt.Sprintf("3.%d", minor-1)
+	check("newer minor", "db/demo/b1", FetchOptions{MaxMinor: older}, "newer than etcd "+older, fmt.Sprintf("restore with etcd 3.%d or later", minor))
 	check("no backup", "db/demo/none", FetchOptions{}, "no snapshot at")
 
 	// Manifest and object that do not belong together (another backup's manifest).
@@ -208,7 +210,8 @@ func TestFetchWithoutManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "snapshot.db")
-	fr, err := Fetch(ctx, store, "manual/etcd-backup.db", out, FetchOptions{MaxMinor: "3.6"})
+	same, _ := serverMinor(t, cli)
+	fr, err := Fetch(ctx, store, "manual/etcd-backup.db", out, FetchOptions{MaxMinor: same})
 	if err != nil || fr.Manifest != nil || fr.Scan.Revision != liveRevision(t, cli) || !fr.Scan.HasHash {
 		t.Fatalf("Fetch = %+v, %v", fr, err)
 	}

@@ -45,6 +45,20 @@ type Scanner struct {
 	buckets    map[string]uint64     // root bucket's entries: name -> root page (0: inline)
 	inlineMeta metaValues            // the "meta" bucket, when it is inline in the root page
 	metaCands  map[uint64]metaValues // leaf pages holding meta keys, by page id
+	metaRest   metaValues            // merged candidates past maxMetaCandidates
+}
+
+// maxMetaCandidates bounds the pages remembered for holding meta keys (stale copies of the meta
+// bucket in freed pages); past it they are merged, which only matters if the live one is among
+// them and the root page cannot say which it is.
+const maxMetaCandidates = 4096
+
+func (s *Scanner) metaCandidate(page uint64, m metaValues) {
+	if _, ok := s.metaCands[page]; ok || len(s.metaCands) < maxMetaCandidates {
+		s.metaCands[page] = m
+		return
+	}
+	s.metaRest = s.metaRest.merge(m)
 }
 
 // ScanResult is what the scanner learnt.
@@ -199,7 +213,7 @@ func (s *Scanner) metaBucket() metaValues {
 			return m
 		}
 	}
-	m := s.inlineMeta
+	m := s.inlineMeta.merge(s.metaRest)
 	for _, c := range s.metaCands {
 		m = m.merge(c)
 	}

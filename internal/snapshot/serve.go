@@ -28,8 +28,9 @@ func (d *drill) serve(ctx context.Context, data, peer, client string) (rev, keys
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=verify="+peer,
 		"--initial-cluster-token=steward-verify", "--log-level=warn",
-		// A throwaway member: no fsync, and a quota that a large snapshot does not exceed.
-		"--unsafe-no-fsync", "--quota-backend-bytes=17179869184")
+		// A throwaway member: no fsync, and etcd's largest recommended quota, so that a large
+		// snapshot does not start with a NOSPACE alarm.
+		"--unsafe-no-fsync", "--quota-backend-bytes=8589934592")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return 0, 0, fmt.Errorf("starting etcd: %w", err)

@@ -30,7 +30,7 @@ import (
 func Binary() (string, error) {
 	if b := os.Getenv("VERSITYGW_BIN"); b != "" {
 		if _, err := os.Stat(b); err != nil {
-			return "", fmt.Errorf("VERSITYGW_BIN=%s: %w", b, err)
+			return "", fmt.Errorf("VERSITYGW_BIN=%s: %w; %s", b, err, buildHint)
 		}
 		return b, nil
 	}
@@ -43,9 +43,11 @@ func Binary() (string, error) {
 			return c, nil
 		}
 	}
-	return "", errors.New("no versitygw binary: run `hack/toolchain.sh versitygw`, or " +
-		"`GOBIN=$PWD/_out/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`, or set VERSITYGW_BIN")
+	return "", errors.New("no versitygw binary: " + buildHint)
 }
+
+const buildHint = "run `hack/toolchain.sh versitygw`, or " +
+	"`GOBIN=$PWD/_out/bin go install github.com/versity/versitygw/cmd/versitygw@v1.8.0`, or set VERSITYGW_BIN"
 
 // Server is one running versitygw.
 type Server struct {
