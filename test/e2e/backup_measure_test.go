@@ -5,6 +5,8 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,12 +32,14 @@ func TestBackupMeasure(t *testing.T) {
 	ns := settledCluster(t, "big", 1, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = &size })
 	dest, _ := s3Storage(t, ns)
 	cl := clientFor(t, ns, "big")
-	value := strings.Repeat("v", 1<<20)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
 	for i := range 256 {
-		if _, err := cl.Put(ctx, fmt.Sprintf("/big/%04d", i), value); err != nil {
+		// Random values: zstd cannot shrink them, so the figures are those of a real database.
+		raw := make([]byte, 3<<18)
+		_, _ = rand.Read(raw)
+		if _, err := cl.Put(ctx, fmt.Sprintf("/big/%04d", i), base64.StdEncoding.EncodeToString(raw)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,8 +79,8 @@ func TestBackupMeasure(t *testing.T) {
 	}
 	streamed := b.Status.CompletionTime.Sub(b.Status.StartTime.Time)
 	measure(t, "backup of a 256 MiB database, EtcdBackup created → Succeeded", took)
-	t.Logf("MEASURE backup stored %d bytes (zstd) in %.1fs of Job time: %.1f MiB/s of database", b.Status.Size,
-		streamed.Seconds(), 256/streamed.Seconds())
+	t.Logf("MEASURE backup stored %d bytes (zstd) in %.1fs from start to completion (Job Pod start included): %.1f MiB/s of database",
+		b.Status.Size, streamed.Seconds(), 256/streamed.Seconds())
 	if v, ok := peak.Load("save"); ok {
 		t.Logf("MEASURE backup process peak RSS: %.1f MiB", float64(v.(int64))/(1<<20))
 	}
