@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -64,7 +61,7 @@ func TestRealEtcdServesOldOnlyClientThroughCrossSignedCA(t *testing.T) {
 		}
 	}
 	writeMaterial(leaf.WithChain(cross))
-	url := startTLSEtcd(t, bin, dir)
+	url := etcdtest.StartTLS(t, bin, dir)
 
 	client, err := old.IssueClient("kube-apiserver", now, time.Hour)
 	if err != nil {
@@ -91,46 +88,4 @@ func putWith(url string, tc *tls.Config) error {
 	defer cancel()
 	_, err = c.Put(ctx, "/cross", "signed")
 	return err
-}
-
-// startTLSEtcd runs one etcd member with mutual TLS on its client port, from the files in dir.
-func startTLSEtcd(t *testing.T, bin, dir string) string {
-	t.Helper()
-	ports := make([]int, 3)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-	}
-	url, peer := fmt.Sprintf("https://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cmd := exec.Command(bin, "--name=m0", "--data-dir="+filepath.Join(dir, "data"),
-		"--listen-client-urls="+url, "--advertise-client-urls="+url,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=m0="+peer,
-		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", ports[2]), "--log-level=error",
-		"--client-cert-auth", "--trusted-ca-file="+filepath.Join(dir, "ca.crt"),
-		"--cert-file="+filepath.Join(dir, "server.crt"), "--key-file="+filepath.Join(dir, "server.key"))
-	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", ports[2]), time.Second)
-		if err == nil {
-			_ = c.Close()
-			return url
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("etcd did not start (log %s): %v", logf.Name(), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -6,9 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -100,44 +98,7 @@ func StartTLS(t testing.TB) TLSMember {
 	write(server, "server.crt", "server.key")
 	write(client, "tls.crt", "tls.key")
 
-	ports := make([]int, 3)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-	}
-	url, peer := fmt.Sprintf("https://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cmd := exec.Command(Etcd(t), "--name=m0", "--data-dir="+filepath.Join(dir, "data"),
-		"--listen-client-urls="+url, "--advertise-client-urls="+url,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=m0="+peer,
-		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", ports[2]), "--log-level=error",
-		"--client-cert-auth", "--trusted-ca-file="+filepath.Join(dir, "ca.crt"),
-		"--cert-file="+filepath.Join(dir, "server.crt"), "--key-file="+filepath.Join(dir, "server.key"))
-	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", ports[2]), time.Second)
-		if err == nil {
-			_ = c.Close()
-			return TLSMember{URL: url, Dir: dir, CA: ca}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("etcd with TLS did not start: %v\n%s", err, log)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return TLSMember{URL: etcdtest.StartTLS(t, Etcd(t), dir), Dir: dir, CA: ca}
 }
 
 // Fill writes n keys under prefix with values of size bytes: runs of random bytes and of text,
