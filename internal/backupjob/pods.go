@@ -130,7 +130,7 @@ func container(name, image string, args []string, s v1.BackupStorage) corev1.Con
 		Command:                  []string{"/steward"},
 		Args:                     args,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
+		Resources:                corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
