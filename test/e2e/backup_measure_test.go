@@ -22,20 +22,24 @@ import (
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
-// TestBackupMeasure is the figure run: a 256 MiB database under client traffic, backed up
-// and restored. It reports backup time and throughput, the backup process's and the operator's
+// TestBackupMeasure is the figure run: a 256 MiB database (STEWARD_E2E_BACKUP_MIB=1024 for
+// the 1 GiB benchmark outside CI) under client traffic, backed up and restored. It reports backup time and throughput, the backup process's and the operator's
 // peak RSS, client latency during the backup against the same traffic without one, and the time
 // from creating the restored cluster to Available. Figures are logged (MEASURE), not asserted.
 func TestBackupMeasure(t *testing.T) {
 	t.Parallel()
-	size := resource.MustParse("2Gi")
+	mib := 256
+	if v, err := strconv.Atoi(os.Getenv("STEWARD_E2E_BACKUP_MIB")); err == nil && v > 0 {
+		mib = v
+	}
+	size := resource.MustParse(fmt.Sprintf("%dMi", 2*mib+512))
 	ns := settledCluster(t, "big", 1, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = &size })
 	dest, _ := s3Storage(t, ns)
 	cl := clientFor(t, ns, "big")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	for i := range 256 {
+	for i := range mib {
 		// Random values: zstd cannot shrink them, so the figures are those of a real database.
 		raw := make([]byte, 3<<18)
 		_, _ = rand.Read(raw)
@@ -43,7 +47,7 @@ func TestBackupMeasure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	measure(t, "writing a 256 MiB database (256 × 1 MiB)", time.Since(start))
+	measure(t, fmt.Sprintf("writing a %d MiB database (%d × 1 MiB)", mib, mib), time.Since(start))
 
 	tr := framework.StartTraffic(cl, framework.TrafficConfig{Prefix: "/traffic/", Workers: 4})
 	time.Sleep(15 * time.Second)
@@ -78,9 +82,9 @@ func TestBackupMeasure(t *testing.T) {
 		t.Fatalf("backup %s: %s", b.Status.Phase, b.Status.Message)
 	}
 	streamed := b.Status.CompletionTime.Sub(b.Status.StartTime.Time)
-	measure(t, "backup of a 256 MiB database, EtcdBackup created → Succeeded", took)
+	measure(t, fmt.Sprintf("backup of a %d MiB database, EtcdBackup created → Succeeded", mib), took)
 	t.Logf("MEASURE backup stored %d bytes (zstd) in %.1fs from start to completion (Job Pod start included): %.1f MiB/s of database",
-		b.Status.Size, streamed.Seconds(), 256/streamed.Seconds())
+		b.Status.Size, streamed.Seconds(), float64(mib)/streamed.Seconds())
 	if v, ok := peak.Load("save"); ok {
 		t.Logf("MEASURE backup process peak RSS: %.1f MiB", float64(v.(int64))/(1<<20))
 	}
@@ -100,7 +104,7 @@ func TestBackupMeasure(t *testing.T) {
 	}
 
 	took = restoredCluster(t, ns, "big-restored", 1, &stewardv1.RestoreSpec{BackupName: "large"})
-	measure(t, "restore of the 256 MiB backup, EtcdCluster created → settled (1 member)", took)
+	measure(t, fmt.Sprintf("restore of the %d MiB backup, EtcdCluster created → settled (1 member)", mib), took)
 }
 
 type rss struct{ current, peak int64 }
