@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,35 +75,23 @@ func createObj(t *testing.T, o client.Object) {
 	}
 }
 
-// putMany writes n small keys with 8 writers and returns them.
+// putMany writes n small keys in transactions of 100 (few fsyncs: the suite's other clusters share
+// the disk) and returns them.
 func putMany(t *testing.T, c *clientv3.Client, prefix string, n int) map[string]string {
 	t.Helper()
 	want := map[string]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			for i := w; i < n; i += 8 {
-				k, v := fmt.Sprintf("%s%05d", prefix, i), fmt.Sprintf("value-%d", i)
-				if _, err := c.Put(ctx, k, v); err != nil {
-					errs <- fmt.Errorf("put %s: %w", k, err)
-					return
-				}
-				mu.Lock()
-				want[k] = v
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < min(i+100, n); j++ {
+			k, v := fmt.Sprintf("%s%05d", prefix, j), fmt.Sprintf("value-%d", j)
+			ops = append(ops, clientv3.OpPut(k, v))
+			want[k] = v
+		}
+		if _, err := c.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatalf("writing keys %d..%d: %v", i, i+len(ops)-1, err)
+		}
 	}
 	return want
 }
