@@ -105,7 +105,7 @@ func TestBackupMeasure(t *testing.T) {
 			continue
 		}
 		t.Logf("MEASURE client latency %s: p99 %s, max %s over %d requests, %d failed", label,
-			framework.Percentile(lat, 0.99).Round(time.Millisecond), framework.Percentile(lat, 1).Round(time.Millisecond),
+			framework.Percentile(lat, 99).Round(time.Millisecond), framework.Percentile(lat, 100).Round(time.Millisecond),
 			len(lat), len(part.Failed()))
 	}
 
