@@ -30,8 +30,6 @@ func TestEvaluate(t *testing.T) {
 			map[string][]string{"e-2": {ReasonNotVoter}}},
 		{"pod gone and removed", ready[:2], voters[:2], nil,
 			map[string][]string{"e-2": {ReasonPodMissing, ReasonNotVoter}}},
-		{"member list fails", ready, nil, errors.New("no leader"), map[string][]string{
-			"e-0": {ReasonUnknownList}, "e-1": {ReasonUnknownList}, "e-2": {ReasonUnknownList}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,6 +48,38 @@ func TestEvaluate(t *testing.T) {
 			}
 			if (c.listErr != nil) != (s.ListErr != "") {
 				t.Fatalf("ListErr = %q", s.ListErr)
+			}
+		})
+	}
+}
+
+// A member list that fails proves only that quorum is gone: at least a majority's complement is
+// unavailable, not every member (two of three down, one Ready, is two unavailable).
+func TestEvaluateWithoutMemberList(t *testing.T) {
+	expected := []string{"e-0", "e-1", "e-2"}
+	noLeader := errors.New("context deadline exceeded")
+	cases := []struct {
+		name     string
+		expected []string
+		pods     []PodObservation
+		want     int
+	}{
+		{"all Ready", expected, []PodObservation{{"e-0", true}, {"e-1", true}, {"e-2", true}}, 2},
+		{"two down, one Ready", expected, []PodObservation{{"e-0", true}, {"e-2", false}}, 2},
+		{"three down", expected, []PodObservation{{"e-0", false}}, 3},
+		{"single member", expected[:1], []PodObservation{{"e-0", true}}, 1},
+		{"five members", []string{"a", "b", "c", "d", "e"}, nil, 5},
+		{"five members, Ready", []string{"a", "b", "c", "d", "e"},
+			[]PodObservation{{"a", true}, {"b", true}, {"c", true}, {"d", true}, {"e", true}}, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := Evaluate(t0, c.expected, c.pods, nil, noLeader)
+			if s.Unavailable != c.want {
+				t.Fatalf("count = %d, want %d (%+v)", s.Unavailable, c.want, s.Members)
+			}
+			if !strings.Contains(s.String(), "member list: context deadline exceeded") {
+				t.Fatalf("the failed list is not shown: %q", s.String())
 			}
 		})
 	}
