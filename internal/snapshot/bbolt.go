@@ -13,9 +13,11 @@ import (
 const (
 	pageHeaderSize  = 16 // id u64, flags u16, count u16, overflow u32
 	leafElementSize = 16 // flags u32, pos u32, ksize u32, vsize u32
+	branchElemSize  = 16 // pos u32, ksize u32, child pgid u64
 	metaSize        = 64 // magic, version, pageSize, flags u32; root bucket 16; freelist, pgid, txid, checksum u64
 	bucketHeader    = 16 // root pgid u64, sequence u64; an inline page follows when root is 0
 
+	branchPageFlag = 0x01
 	leafPageFlag   = 0x02
 	metaPageFlag   = 0x04
 	bucketLeafFlag = 0x01 // on a leaf element: its value is a bucket

@@ -28,6 +28,7 @@ const (
 	phaseHeader = iota
 	phaseElements
 	phaseData
+	phaseBranch
 )
 
 // capture is one element's bytes to read: its key and (a prefix of) its value.
@@ -77,13 +78,28 @@ func (pp *pageParser) complete(s *Scanner) bool {
 		pp.elemEnd = pp.start + pageHeaderSize + int64(h.count)*leafElementSize
 		// A freed page may start with anything, including another page's leftovers; only a
 		// header naming this very page id is believed.
-		if h.id != pp.id || h.flags != leafPageFlag || h.count == 0 || pp.end > s.dbLen || pp.elemEnd > pp.end {
+		if h.flags == branchPageFlag {
+			pp.elemEnd = pp.start + pageHeaderSize + int64(h.count)*branchElemSize
+		}
+		if h.id != pp.id || (h.flags != leafPageFlag && h.flags != branchPageFlag) || h.count == 0 ||
+			pp.end > s.dbLen || pp.elemEnd > pp.end {
 			return false
+		}
+		if h.flags == branchPageFlag {
+			pp.phase, pp.lo, pp.hi = phaseBranch, pp.start+pageHeaderSize, pp.elemEnd
+			return true
 		}
 		pp.root = pp.id == s.meta.root
 		s.rootSeen = s.rootSeen || pp.root
 		pp.phase, pp.lo, pp.hi = phaseElements, pp.start+pageHeaderSize, pp.elemEnd
 		return true
+	case phaseBranch:
+		kids := make([]uint64, 0, len(b)/branchElemSize)
+		for i := 0; i+branchElemSize <= len(b); i += branchElemSize {
+			kids = append(kids, le.Uint64(b[i+8:]))
+		}
+		s.children[pp.id] = kids
+		return false
 	case phaseElements:
 		pp.plan(s, b)
 		pp.phase = phaseData
@@ -146,9 +162,9 @@ func (pp *pageParser) element(s *Scanner, c capture, k, v []byte) {
 	case c.flags&bucketLeafFlag != 0:
 		// A bucket entry outside the root page: etcd nests no buckets, but a root bucket grown
 		// into a branch would put them here. Its inline data, if any, is read like any page.
-		inlineLeaf(v, func(ik, iv []byte) { s.revisionEntry(ik, iv, uint32(len(iv))) })
+		inlineLeaf(v, func(ik, iv []byte) { s.revisionEntry(pp.id, ik, iv, uint32(len(iv))) })
 	default:
-		s.revisionEntry(k, v, c.vsize)
+		s.revisionEntry(pp.id, k, v, c.vsize)
 		if pp.meta.add(k, v) {
 			s.metaCandidate(pp.id, pp.meta)
 		}

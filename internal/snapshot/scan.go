@@ -10,22 +10,26 @@ import (
 )
 
 // Scanner finds a snapshot's revision while it streams past (it is an io.Writer; nothing is
-// kept but a few small buffers), and checks the sha256 etcd appends to every snapshot stream.
+// kept but a few small buffers and a few bytes per page), and checks the sha256 etcd appends to
+// every snapshot stream.
 //
 // etcd's Snapshot RPC says nothing about the revision it captured. The snapshot is a bbolt file
-// streamed page by page in page order, while bbolt's trees link pages in any order, so the
-// scanner cannot tell which bucket a page belongs to. Instead it looks at every page boundary:
-// where a leaf page starts (its header names its own page id), it reads the element headers and
-// then only the keys that matter and a prefix of their values. The revision is
+// streamed page by page in page order, while bbolt's trees link pages in any order. So the
+// scanner looks at every page boundary: where a leaf page starts (its header names its own page
+// id) it reads the element headers and then only the keys that matter and a prefix of their
+// values, remembering each leaf's highest revision key; where a branch page starts it remembers
+// the children. At the end it walks bucket "key" from its root (named by the root bucket's page,
+// which the meta page names) and takes the highest revision of the leaves it reaches:
 //
-//	max(highest mvcc revision key with a KeyValue for that revision, finishedCompactRev, scheduledCompactRev, 1)
+//	max(highest mvcc revision key of bucket "key", finishedCompactRev, scheduledCompactRev, 1)
 //
 // which is exactly the revision etcd itself serves after starting on the file (storage/mvcc
 // kvstore.restore takes the same maximum: compaction may have removed the newest revisions when
-// they were deletions). Freed pages still hold old keys, and the highest of those is never above
-// that maximum: a revision key only leaves the key bucket by a compaction at or above it. The
-// highest key of bucket "key" alone is what `etcdutl snapshot status` prints; it is lower only
-// when the newest revisions were deletions since compacted.
+// they were deletions).
+//
+// Only reachable pages count because bbolt's Tx.WriteTo copies the whole file, free pages too,
+// while etcd keeps writing: a page free in the snapshot's transaction may be reused by a later
+// commit before the copy reaches it, and then holds revisions the snapshot does not.
 type Scanner struct {
 	off     int64 // bytes written so far
 	head    []byte
@@ -40,7 +44,9 @@ type Scanner struct {
 	free    []*pageParser // done parsers, reused: one starts at every page boundary
 	err     error
 
-	maxRev     int64
+	leafRev    []int64             // by page id: the highest revision key of that leaf page
+	children   map[uint64][]uint64 // by page id: a branch page's children
+	inlineRev  int64               // the key bucket's highest revision when it is inline in the root
 	rootSeen   bool
 	buckets    map[string]uint64     // root bucket's entries: name -> root page (0: inline)
 	inlineMeta metaValues            // the "meta" bucket, when it is inline in the root page
@@ -65,7 +71,7 @@ func (s *Scanner) metaCandidate(page uint64, m metaValues) {
 type ScanResult struct {
 	// Revision is the revision etcd serves after starting on this snapshot (see Scanner).
 	Revision int64
-	// KeyRevision is the highest revision key seen (of bucket "key", and of freed pages).
+	// KeyRevision is the highest revision key of bucket "key" (what etcdutl snapshot status says).
 	KeyRevision int64
 	// CompactRevision is the finished compaction, ScheduledCompactRevision the latest started.
 	CompactRevision, ScheduledCompactRevision int64
@@ -111,7 +117,8 @@ func (m metaValues) merge(o metaValues) metaValues {
 
 // NewScanner returns a scanner for one snapshot stream.
 func NewScanner() *Scanner {
-	return &Scanner{db: sha256.New(), buckets: map[string]uint64{}, metaCands: map[uint64]metaValues{}}
+	return &Scanner{db: sha256.New(), buckets: map[string]uint64{}, metaCands: map[uint64]metaValues{},
+		children: map[uint64][]uint64{}}
 }
 
 // Write consumes the next bytes of the stream. It fails only on a stream that is not an etcd
@@ -134,6 +141,7 @@ func (s *Scanner) Write(p []byte) (int, error) {
 			return n, nil
 		}
 		s.ps, s.dbLen, s.next = int64(s.meta.pageSize), int64(s.meta.pgid)*int64(s.meta.pageSize), 2*int64(s.meta.pageSize)
+		s.leafRev = make([]int64, s.meta.pgid)
 	}
 	if dbPart := max(0, min(int64(len(p)), s.dbLen-s.off)); dbPart > 0 {
 		s.db.Write(p[:dbPart])
@@ -185,7 +193,7 @@ func (s *Scanner) Result() (ScanResult, error) {
 	if s.off < s.dbLen {
 		return ScanResult{}, fmt.Errorf("snapshot stream ended after %d of the database's %d bytes", s.off, s.dbLen)
 	}
-	r := ScanResult{KeyRevision: s.maxRev, DBSize: s.dbLen, RawSize: s.off}
+	r := ScanResult{KeyRevision: s.keyRevision(), DBSize: s.dbLen, RawSize: s.off}
 	switch {
 	case s.extra == 0:
 	case s.extra != sha256.Size:
@@ -197,7 +205,7 @@ func (s *Scanner) Result() (ScanResult, error) {
 	}
 	m := s.metaBucket()
 	r.CompactRevision, r.ScheduledCompactRevision, r.StorageVersion = m.finished, m.scheduled, m.storageVersion
-	r.Revision = max(s.maxRev, m.finished, m.scheduled, 1) // an empty etcd is at revision 1
+	r.Revision = max(r.KeyRevision, m.finished, m.scheduled, 1) // an empty etcd is at revision 1
 	return r, nil
 }
 
@@ -220,10 +228,42 @@ func (s *Scanner) metaBucket() metaValues {
 	return m
 }
 
-// revisionEntry records a key/value of an unknown or the "key" bucket.
-func (s *Scanner) revisionEntry(k, v []byte, vsize uint32) {
-	if main, tomb, ok := revisionKey(k); ok && main > s.maxRev && plausibleRevision(main, tomb, v, vsize) {
-		s.maxRev = main
+// keyRevision walks bucket "key" from its root through the branch pages seen and returns the
+// highest revision of the leaves it reaches. Without the root page (a root bucket grown into
+// branches, which etcd's dozen buckets never do) every leaf counts, as the best left.
+func (s *Scanner) keyRevision() int64 {
+	root, ok := s.buckets[keyBucket]
+	switch {
+	case !s.rootSeen || !ok:
+		return max(s.inlineRev, slices.Max(append(s.leafRev, 0)))
+	case root == 0:
+		return s.inlineRev
+	}
+	best, seen, stack := int64(0), make([]bool, len(s.leafRev)), []uint64{root}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if id >= uint64(len(seen)) || seen[id] {
+			continue
+		}
+		seen[id] = true
+		best = max(best, s.leafRev[id])
+		stack = append(stack, s.children[id]...)
+	}
+	return best
+}
+
+// revisionEntry records a key/value of the "key" bucket's leaf page (or of any page: which bucket
+// a page belongs to is known only at the end). page 0 is the root page's inline key bucket.
+func (s *Scanner) revisionEntry(page uint64, k, v []byte, vsize uint32) {
+	main, tomb, ok := revisionKey(k)
+	if !ok || !plausibleRevision(main, tomb, v, vsize) {
+		return
+	}
+	if page == 0 {
+		s.inlineRev = max(s.inlineRev, main)
+	} else if page < uint64(len(s.leafRev)) {
+		s.leafRev[page] = max(s.leafRev[page], main)
 	}
 }
 
@@ -239,7 +279,7 @@ func (s *Scanner) rootEntry(name, v []byte) {
 		case metaBucket:
 			s.inlineMeta.add(k, iv)
 		case keyBucket:
-			s.revisionEntry(k, iv, uint32(len(iv)))
+			s.revisionEntry(0, k, iv, uint32(len(iv)))
 		}
 	})
 }
