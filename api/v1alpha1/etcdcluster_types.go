@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -49,6 +50,11 @@ type EtcdClusterSpec struct {
 	// bootstrap seeds a new cluster from a snapshot (restore). Read only at creation; immutable.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
+	// maintenance is the upkeep Steward does on its own: defragmentation.
+	// +optional
+	// +kubebuilder:default={}
+	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
 
 	// Authentication (auth) arrives in a later version of this API.
 }
@@ -197,6 +203,24 @@ type MemberStatus struct {
 	// updated is true when the member runs the observed template.
 	// +optional
 	Updated bool `json:"updated,omitempty"`
+	// dbSize is the size of the member's backend database file; dbSizeInUse the part holding
+	// live data (the rest is free pages a defragmentation returns to the filesystem).
+	// +optional
+	DBSize *resource.Quantity `json:"dbSize,omitempty"`
+	// +optional
+	DBSizeInUse *resource.Quantity `json:"dbSizeInUse,omitempty"`
+	// quota is the backend quota (--quota-backend-bytes); etcd raises NOSPACE when dbSize
+	// would pass it. quotaUsedPercent is dbSize / quota.
+	// +optional
+	Quota *resource.Quantity `json:"quota,omitempty"`
+	// +optional
+	QuotaUsedPercent *int32 `json:"quotaUsedPercent,omitempty"`
+	// alarms are the active etcd alarms this member raised (NOSPACE, CORRUPT).
+	// +optional
+	Alarms []string `json:"alarms,omitempty"`
+	// defragmentation is the member's latest defragmentation and failure count.
+	// +optional
+	Defragmentation *MemberDefragmentation `json:"defragmentation,omitempty"`
 }
 
 // StepRecord names the step in progress and when it began.

@@ -67,6 +67,9 @@ type EtcdMemberStatus struct {
 	// version is the etcd server version the member reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// defragmentation records the member's defragmentation in flight (intent) and the latest one.
+	// +optional
+	Defragmentation *MemberDefragmentation `json:"defragmentation,omitempty"`
 	// conditions of the member.
 	// +optional
 	// +listType=map

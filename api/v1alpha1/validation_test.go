@@ -105,6 +105,10 @@ func TestDefaults(t *testing.T) {
 	if !ec.TLSEnabled() {
 		t.Error("TLS must be on by default")
 	}
+	if d := s.Maintenance; d == nil || !s.DefragmentationEnabled() || *d.Defragmentation.FragmentationPercent != 45 ||
+		d.Defragmentation.MinDBSize.String() != "100Mi" || d.Defragmentation.Schedule != "" {
+		t.Errorf("maintenance defaults = %+v", d)
+	}
 }
 
 func TestCreateValidation(t *testing.T) {
@@ -247,6 +251,22 @@ func TestCreateValidation(t *testing.T) {
 		}, "spec.tls.peer.issuerRef.kind: Unsupported value"},
 		{"unknown source", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: "Vault"}} },
 			"spec.tls.peer.source: Unsupported value"},
+		{"defragmentation settings", func(c *v1.EtcdCluster) {
+			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{
+				Schedule: "0 3 * * 0", FragmentationPercent: ptr.To[int32](30), MinDBSize: qty("1Gi")}}
+		}, ""},
+		{"defragmentation every 12 hours", func(c *v1.EtcdCluster) {
+			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{Schedule: "@every 12h"}}
+		}, ""},
+		{"defragmentation schedule with 3 fields", func(c *v1.EtcdCluster) {
+			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{Schedule: "0 3 *"}}
+		}, "spec.maintenance.defragmentation.schedule must be a 5-field cron expression"},
+		{"defragmentation unknown descriptor", func(c *v1.EtcdCluster) {
+			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{Schedule: "@fortnightly"}}
+		}, "spec.maintenance.defragmentation.schedule must be"},
+		{"fragmentation above 100%", func(c *v1.EtcdCluster) {
+			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{FragmentationPercent: ptr.To[int32](120)}}
+		}, "spec.maintenance.defragmentation.fragmentationPercent"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

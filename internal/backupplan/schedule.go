@@ -220,3 +220,10 @@ func Interval(s Schedule, around time.Time) time.Duration {
 func BackupName(schedule string, slot time.Time) string {
 	return fmt.Sprintf("%s-%d", schedule, slot.Unix()/60)
 }
+
+// FiredSince says whether a slot fell in (since, now]: work run "once per slot" (a scheduled
+// defragmentation) that last happened at since is due again. anchor places @every slots.
+func (s Schedule) FiredSince(anchor, since, now time.Time) bool {
+	n := s.next(anchor, since)
+	return !n.IsZero() && !n.After(now)
+}

@@ -38,6 +38,9 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	if needMember && m == nil && !orphan {
 		return fmt.Errorf("%s: member %q not found", a.Kind, a.Member)
 	}
+	if a.Kind == plan.Defragment {
+		return r.defragment(ctx, ec, o, m, a)
+	}
 	if a.Disruption != nil {
 		if a.Kind == plan.RemoveMember && m != nil {
 			if err := r.writePhase(ctx, m, stewardv1.MemberRemoving, m.Status.ID, a.Replacing); err != nil {
@@ -112,6 +115,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 			return fmt.Errorf("no endpoint for leader %s", a.Member)
 		}
 		return o.client.MoveLeader(ctx, ep, a.TargetID)
+	case plan.RecordDefragmentation:
+		return r.recordInterrupted(ctx, o, m)
 	case plan.PatchPodMetadata:
 		return r.patchPodMetadata(ctx, ec, o, m)
 	case plan.ExpandPVC:

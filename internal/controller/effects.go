@@ -56,3 +56,11 @@ func (e effects) DeletePVC(ctx context.Context, member string) error {
 	return client.IgnoreNotFound(e.r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID},
 		client.PropagationPolicy(metav1.DeletePropagationBackground)))
 }
+
+func (e effects) Defragment(ctx context.Context, member string) error {
+	ep, ok := e.o.endpoints[member]
+	if !ok || e.o.client == nil {
+		return fmt.Errorf("no etcd endpoint to defragment %s", member)
+	}
+	return e.o.client.Defragment(ctx, ep)
+}

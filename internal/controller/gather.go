@@ -74,7 +74,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	}
 	resizable := r.resizable(ctx, kube, ec)
 
-	f := plan.Facts{Cluster: ec, Now: r.now()}
+	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec)}
 	for i := range members.Items {
 		m := &members.Items[i]
 		if m.Spec.ClusterName != ec.Name {
@@ -93,6 +93,8 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		if m.Status.PhaseSince != nil {
 			pm.PhaseSince = m.Status.PhaseSince.Time
 		}
+		pm.Defrag = m.Status.Defragmentation.DeepCopy()
+		pm.DefragScheduled = defragScheduled(ec, m, f.Now)
 		f.Members = append(f.Members, pm)
 	}
 	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })
@@ -217,7 +219,8 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	}
 	for i, s := range c.Statuses(ctx, eps) {
 		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
-			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors}
+			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors,
+			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota}
 		if e.Reachable && !s.IsLearner {
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
 		}

@@ -32,6 +32,9 @@ const (
 	Replace Kind = "Replace"
 	// DeleteData deletes the PVC of a member that is no longer in etcd (its data is stale).
 	DeleteData Kind = "DeleteData"
+	// Defragment asks the member to defragment its backend: it keeps its data and its place, but
+	// serves no read or write until done, so it counts as down like a restart.
+	Defragment Kind = "Defragment"
 	// Dormant deletes a Pod of a PVC cluster scaled to zero: a full outage the user asked for. The
 	// members and their data stay; scaling up recreates the Pods.
 	Dormant Kind = "Dormant"
@@ -117,7 +120,7 @@ func Check(c Cluster, r Request) error {
 		return checkDeleteData(c, r, v)
 	case Dormant:
 		return checkDormant(c, r, v)
-	case Restart, Remove, Replace:
+	case Restart, Remove, Replace, Defragment:
 		return checkMember(c, r, v)
 	}
 	return refuse(ReasonUnknownKind, r, "", "unknown disruption kind %q", r.Kind)
@@ -165,6 +168,9 @@ func checkMember(c Cluster, r Request, v Member) error {
 		return refuse(ReasonMemberListUnknown, r, "", "the member list is unreadable, so no disruption can be proven safe")
 	}
 	if !v.Voter && !v.Learner {
+		if r.Kind == Defragment {
+			return refuse(ReasonNotMember, r, v.Name, "%s is not in etcd's member list: there is nothing to defragment", v.Name)
+		}
 		// Not (or no longer) in etcd: its Pod serves nobody, and there is nothing to remove.
 		return nil
 	}
@@ -193,6 +199,13 @@ func checkSingle(c Cluster, r Request, v Member) error {
 	if r.Kind == Replace && c.Medium == v1alpha1.StorageMediumMemory {
 		return refuse(ReasonMemoryData, r, v.Name,
 			"%s is the only member and keeps its data in memory: replacing it would lose all data", v.Name)
+	}
+	if r.Kind == Defragment {
+		if c.AllowDowntime {
+			return nil // memory storage too: a defragmentation keeps the data
+		}
+		return refuse(ReasonSingleMember, r, v.Name,
+			"%s is the only member: defragmenting it stops every read and write until done; set spec.updateStrategy.allowDowntime to accept it", v.Name)
 	}
 	if r.Kind == Remove || r.Kind == Replace {
 		return refuse(ReasonLastMember, r, v.Name, "%s is the only voter; etcd cannot remove its last member", v.Name)

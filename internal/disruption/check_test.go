@@ -71,7 +71,27 @@ func TestCheck(t *testing.T) {
 			c.Members[0].Voter, c.Members[0].Leader, c.Members[0].Healthy = false, false, false
 		}},
 
+		{name: "defragment a follower of 3", n: 3, req: Request{Defragment, "c-2"}},
+		{name: "defragment a memory follower (its data stays)", n: 3, mutate: memory, req: Request{Defragment, "c-1"}},
+		{name: "defragment a learner", n: 3, req: Request{Defragment, "c-3"},
+			mutate: func(c *Cluster) { c.Members = append(c.Members, Member{Name: "c-3", ID: 9, Learner: true, PodExists: true}) }},
+		{name: "defragment the only member with opt-in", n: 1, req: Request{Defragment, "c-0"},
+			mutate: func(c *Cluster) { c.AllowDowntime = true }},
+		{name: "defragment the only memory member with opt-in", n: 1, req: Request{Defragment, "c-0"},
+			mutate: func(c *Cluster) { memory(c); c.AllowDowntime = true }},
+
 		// Refused.
+		{name: "defragment the leader", n: 3, req: Request{Defragment, "c-0"}, want: ErrLeader, about: "c-0"},
+		{name: "defragment while another is down", n: 3, req: Request{Defragment, "c-2"}, want: ErrOtherNotReady,
+			about: "c-1", mutate: func(c *Cluster) { c.Members[1].Healthy = false }},
+		{name: "defragment while another is defragmenting", n: 5, req: Request{Defragment, "c-2"}, want: ErrOtherDisrupted,
+			about: "c-1", mutate: func(c *Cluster) { c.Members[1].InFlight = true }},
+		{name: "defragment one of 2 voters", n: 2, req: Request{Defragment, "c-1"}, want: ErrQuorum},
+		{name: "defragment the only member without opt-in", n: 1, req: Request{Defragment, "c-0"}, want: ErrSingleMember},
+		{name: "defragment a member not in etcd", n: 3, req: Request{Defragment, "c-3"}, want: ErrNotMember,
+			mutate: func(c *Cluster) { c.Members = append(c.Members, Member{Name: "c-3", PodExists: true}) }},
+		{name: "defragment without the member list", n: 3, req: Request{Defragment, "c-2"}, want: ErrMemberListUnknown,
+			mutate: func(c *Cluster) { c.MemberListKnown = false }},
 		{name: "never formed is no licence to remove", n: 1, req: Request{Remove, "c-0"}, want: ErrMemberListUnknown,
 			mutate: func(c *Cluster) {
 				c.NeverFormed, c.MemberListKnown = true, false

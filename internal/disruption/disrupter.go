@@ -14,6 +14,8 @@ type Effects interface {
 	RemoveMember(ctx context.Context, member string, id uint64) error
 	// DeletePVC deletes the member's PersistentVolumeClaim.
 	DeletePVC(ctx context.Context, member string) error
+	// Defragment asks the member's etcd to defragment its backend and waits until it is done.
+	Defragment(ctx context.Context, member string) error
 }
 
 // Refresher is implemented by Effects that can read the cluster again, live, past any cache.
@@ -61,6 +63,8 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 		err = d.effects.RemoveMember(ctx, v.Name, v.ID)
 	case DeleteData:
 		err = d.effects.DeletePVC(ctx, v.Name)
+	case Defragment:
+		err = d.effects.Defragment(ctx, v.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("%s of %s: %w", r.Kind, r.Victim, err)

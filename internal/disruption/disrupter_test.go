@@ -31,6 +31,11 @@ func (r *recorder) DeletePVC(_ context.Context, m string) error {
 	return r.err
 }
 
+func (r *recorder) Defragment(_ context.Context, m string) error {
+	r.calls = append(r.calls, "Defragment "+m)
+	return r.err
+}
+
 func TestDisrupter(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -83,6 +88,16 @@ func TestDisrupter(t *testing.T) {
 			},
 			do:   func(d *Disrupter, c Cluster) error { return d.DeletePVC(ctx, c, "c-3") },
 			want: []string{"DeletePVC c-3"},
+		},
+		{
+			name: "defragment a follower", c: func() Cluster { return cluster(3) },
+			do:   func(d *Disrupter, c Cluster) error { return d.Do(ctx, c, Request{Defragment, "c-1"}) },
+			want: []string{"Defragment c-1"},
+		},
+		{
+			name: "refused defragmentation of the leader", c: func() Cluster { return cluster(3) },
+			do:      func(d *Disrupter, c Cluster) error { return d.Do(ctx, c, Request{Defragment, "c-0"}) },
+			wantErr: ErrLeader,
 		},
 		{
 			name: "refused data deletion of a voter", c: func() Cluster { return cluster(3) },

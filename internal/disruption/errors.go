@@ -20,6 +20,7 @@ const (
 	ReasonLastMember        Reason = "LastMember"
 	ReasonStillMember       Reason = "StillAMember"
 	ReasonNotDormant        Reason = "NotDormant"
+	ReasonNotMember         Reason = "NotAMember"
 )
 
 // Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
@@ -70,6 +71,7 @@ var (
 	ErrLastMember        = &Refusal{Reason: ReasonLastMember}
 	ErrStillMember       = &Refusal{Reason: ReasonStillMember}
 	ErrNotDormant        = &Refusal{Reason: ReasonNotDormant}
+	ErrNotMember         = &Refusal{Reason: ReasonNotMember}
 )
 
 func refuse(reason Reason, r Request, member, format string, args ...any) *Refusal {

@@ -45,6 +45,9 @@ type EndpointStatus struct {
 	RaftTerm     uint64
 	Version      string
 	IsLearner    bool
+	// DBSize is the backend file's size, DBSizeInUse the part holding live data; DBSizeQuota the
+	// member's quota (etcd 3.6 and later report it; 0 before).
+	DBSize, DBSizeInUse, DBSizeQuota int64
 	// Errors are the errors the member reported other than alarms ("etcdserver: no leader").
 	Errors []string
 	// Alarms are the cluster's active alarms as this member knows them.

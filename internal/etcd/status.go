@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -35,6 +36,7 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 	s.RaftTerm = resp.RaftTerm
 	s.Version = resp.Version
 	s.IsLearner = resp.IsLearner
+	s.DBSize, s.DBSizeInUse, s.DBSizeQuota = resp.DbSize, resp.DbSizeInUse, resp.DbSizeQuota
 	s.Errors, s.Alarms = splitErrors(resp.Errors)
 	return s
 }
@@ -82,6 +84,24 @@ func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target u
 	}
 	if _, err := one.MoveLeader(ctx, target); err != nil {
 		return fmt.Errorf("moving leadership to %s: %w", IDString(target), err)
+	}
+	return nil
+}
+
+// DefragmentTimeout bounds one member's defragmentation: it rewrites the whole backend file, at
+// tens of MiB/s on slow disks, and the member serves nothing meanwhile.
+const DefragmentTimeout = 10 * time.Minute
+
+// Defragment asks one member to defragment its backend, waiting until it is done.
+func (c *Client) Defragment(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
+	defer cancel()
+	one, err := c.endpoint(endpoint)
+	if err != nil {
+		return err
+	}
+	if _, err := one.Defragment(ctx, endpoint); err != nil {
+		return fmt.Errorf("defragmenting %s: %w", endpoint, err)
 	}
 	return nil
 }

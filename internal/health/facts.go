@@ -44,6 +44,9 @@ type Endpoint struct {
 	Version string
 	// Errors are the errors the Status call reported other than alarms ("etcdserver: no leader").
 	Errors []string
+	// DBSize and DBSizeInUse are the member's backend file size and the part in use, in bytes;
+	// DBSizeQuota its quota when it reports one (etcd 3.6+), else 0.
+	DBSize, DBSizeInUse, DBSizeQuota int64
 	// ReadOK is true when a linearizable read through this endpoint succeeded. Learners do not serve
 	// such reads, so it is only meaningful for voters.
 	ReadOK bool

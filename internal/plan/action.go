@@ -60,6 +60,13 @@ const (
 	// podMetadata (removing keys the member's recorded template added that are gone now), then
 	// records the observed podMetadata on the member. No restart.
 	PatchPodMetadata Kind = "PatchPodMetadata"
+	// Defragment writes the member's status.defragmentation.startedAt (intent), defragments it
+	// through the Disrupter, then records the result (Event, size before and after) and clears
+	// the intent.
+	Defragment Kind = "Defragment"
+	// RecordDefragmentation closes a defragmentation whose end the operator did not see (it
+	// stopped mid-call) as Interrupted, clearing the intent.
+	RecordDefragmentation Kind = "RecordDefragmentation"
 	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
 	// member's template.
 	ExpandPVC Kind = "ExpandPVC"
@@ -86,6 +93,8 @@ type Action struct {
 	// records status.replacing with the phase, before the removal, and clears it once the member is
 	// Running again.
 	Replacing bool
+	// DefragTrigger (Defragment): the threshold or the schedule.
+	DefragTrigger v1alpha1.DefragmentationTrigger
 	// Reason is a CamelCase reason for conditions; Message is for humans.
 	Reason  Reason
 	Message string

@@ -70,6 +70,13 @@ const (
 	ReasonResizingFS       Reason = "ResizingFilesystem"
 	ReasonNoLeaderTarget   Reason = "NoLeadershipTarget"
 	ReasonDeadline         Reason = "ProgressDeadlineExceeded"
+	ReasonDefragmenting    Reason = "Defragmenting"
+	// ReasonDefragInterrupted: a defragmentation's end was not seen (the operator stopped).
+	ReasonDefragInterrupted Reason = "DefragmentationInterrupted"
+	// ReasonDefragFailing: a member's defragmentation failed DefragFailuresDegraded times in a row.
+	ReasonDefragFailing Reason = "DefragmentationFailing"
+	// ReasonDefragSchedule: the defragmentation schedule does not parse.
+	ReasonDefragSchedule Reason = "InvalidDefragmentationSchedule"
 )
 
 // Change says what a member needs to reach the target template. A roll subsumes a metadata patch.

@@ -48,6 +48,9 @@ type Facts struct {
 	// RestoreHold says why spec.bootstrap.restore cannot seed the cluster (a missing, failed or
 	// too-new backup); while set, a cluster that never formed creates nothing.
 	RestoreHold string
+	// DefragScheduleError says why spec.maintenance.defragmentation.schedule is not used (it
+	// passed the CRD's shape check but does not parse); "" when fine or unset.
+	DefragScheduleError string
 }
 
 // TLS is the certificate step's verdict for the plan.
@@ -82,6 +85,11 @@ type Member struct {
 	Template v1alpha1.MemberTemplate
 	Pod      Pod
 	PVC      PVC
+	// Defrag is the member's defragmentation record (status.defragmentation); nil when none.
+	Defrag *v1alpha1.MemberDefragmentation
+	// DefragScheduled: spec.maintenance.defragmentation.schedule has fired since the member was
+	// last defragmented (or created).
+	DefragScheduled bool
 	// TrustOutdated: the member's etcd started with other trusted CAs than its TLS Secret now
 	// holds (a CA rotation pass); loading them takes a restart, so the member is rolled.
 	TrustOutdated bool

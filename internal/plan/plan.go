@@ -38,6 +38,7 @@ func (v *view) decide() Action {
 		v.bootstrap,
 		v.dormant,
 		v.quorumLost,
+		v.defragInterrupted,
 		v.restore,
 		v.halfDone,
 		v.adopt,
@@ -47,6 +48,7 @@ func (v *view) decide() Action {
 		v.roll,
 		v.scale,
 		v.housekeeping,
+		v.defragment,
 		v.settle,
 	}
 	for _, s := range steps {

@@ -395,3 +395,17 @@ func (w *world) checkStatusHonest() {
 }
 
 func quantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// Defragment blocks a voter while it runs: judged like any disruption of it.
+func (x effects) Defragment(_ context.Context, name string) error {
+	w, m := x.w, x.w.member(name)
+	if m == nil {
+		w.violate("Defragment %s: no such member", name)
+		return nil
+	}
+	if e := w.entry(m); e != nil && !e.learner {
+		w.checkDisruption(e, "defragmented")
+		w.record(x.a, m, e)
+	}
+	return nil
+}

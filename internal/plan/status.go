@@ -2,11 +2,14 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
@@ -58,6 +61,19 @@ func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
 	if m.ep != nil {
 		s.Version = m.ep.Version
 	}
+	if m.ep != nil && m.ep.Reachable && m.ep.DBSize > 0 {
+		q := quota(m)
+		s.DBSize = resource.NewQuantity(m.ep.DBSize, resource.BinarySI)
+		s.DBSizeInUse = resource.NewQuantity(m.ep.DBSizeInUse, resource.BinarySI)
+		s.Quota = resource.NewQuantity(q, resource.BinarySI)
+		s.QuotaUsedPercent = ptr.To(int32(min(m.ep.DBSize*100/q, 1000)))
+	}
+	for _, a := range v.f.Etcd.Alarms {
+		if m.live != nil && a.MemberID == m.live.ID && !slices.Contains(s.Alarms, a.Type) {
+			s.Alarms = append(s.Alarms, a.Type)
+		}
+	}
+	s.Defragmentation = m.Defrag.DeepCopy()
 	return s
 }
 
@@ -211,6 +227,15 @@ func (v *view) degraded() metav1.Condition {
 	}
 	for _, o := range v.orphans {
 		add(ReasonMemberUnhealthy, orphanName(o.ID), "in etcd but not managed by Steward")
+	}
+	if e := v.f.DefragScheduleError; e != "" {
+		add(ReasonDefragSchedule, "spec.maintenance.defragmentation.schedule", e+"; scheduled defragmentation is off until it is fixed")
+	}
+	for _, m := range v.active() {
+		if d := m.Defrag; d != nil && d.ConsecutiveFailures >= DefragFailuresDegraded && d.Last != nil {
+			add(ReasonDefragFailing, m.Name, fmt.Sprintf("defragmentation failed %d times in a row, last: %s",
+				d.ConsecutiveFailures, d.Last.Message))
+		}
 	}
 	if reason == "" {
 		return cond(ConditionDegraded, false, ReasonAllHealthy, "every member is healthy")

@@ -230,6 +230,8 @@ func (v *view) inFlight(m *memberView) bool {
 		return true
 	case (m.Deleting || m.Phase == v1alpha1.MemberRemoving) && !m.voter():
 		return true
+	case m.Defrag != nil && m.Defrag.StartedAt != nil:
+		return true // defragmenting: it serves nothing until done (defragInterrupted closes the record)
 	}
 	return false
 }

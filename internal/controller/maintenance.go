@@ -1,0 +1,38 @@
+package controller
+
+import (
+	"time"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupplan"
+)
+
+// defragScheduled: the defragmentation schedule fired since the member was last defragmented
+// successfully, or since it was created. A schedule that does not parse fires nothing; the CRD's
+// rule refuses most bad ones and defragScheduleError reports the rest.
+func defragScheduled(ec *stewardv1.EtcdCluster, m *stewardv1.EtcdMember, now time.Time) bool {
+	if !ec.Spec.DefragmentationEnabled() || ec.Spec.Maintenance == nil || ec.Spec.Maintenance.Defragmentation.Schedule == "" {
+		return false
+	}
+	s, err := backupplan.Parse(ec.Spec.Maintenance.Defragmentation.Schedule)
+	if err != nil {
+		return false
+	}
+	since := m.CreationTimestamp.Time
+	if d := m.Status.Defragmentation; d != nil && d.LastSucceeded != nil && d.LastSucceeded.After(since) {
+		since = d.LastSucceeded.Time
+	}
+	return s.FiredSince(ec.CreationTimestamp.Time, since, now)
+}
+
+// defragScheduleError says why spec.maintenance.defragmentation.schedule cannot be used; "" when
+// it can (or is unset).
+func defragScheduleError(ec *stewardv1.EtcdCluster) string {
+	if ec.Spec.Maintenance == nil || ec.Spec.Maintenance.Defragmentation.Schedule == "" {
+		return ""
+	}
+	if _, err := backupplan.Parse(ec.Spec.Maintenance.Defragmentation.Schedule); err != nil {
+		return "spec.maintenance.defragmentation." + err.Error()
+	}
+	return ""
+}
