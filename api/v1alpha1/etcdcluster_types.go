@@ -160,6 +160,10 @@ type EtcdClusterStatus struct {
 	// +optional
 	Backup *BackupSummary `json:"backup,omitempty"`
 
+	// maintenance records cluster-wide maintenance Steward did (compaction, alarm disarm).
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+
 	// restore records the snapshot this cluster was restored from.
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty"`

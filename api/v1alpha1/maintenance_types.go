@@ -12,6 +12,46 @@ type MaintenanceSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Defragmentation DefragmentationSpec `json:"defragmentation,omitempty"`
+
+	// nospace is what Steward does when etcd raises NOSPACE (the backend quota is full and the
+	// cluster takes only reads and deletes). Recover (the default): defragment members one at a
+	// time; if space is still short, compact history (the oldest first, keeping the newest 1000
+	// revisions if that is enough); disarm once every member's file is under 80% of its quota.
+	// No member is restarted. Report: only say so in the Degraded condition.
+	// +optional
+	// +kubebuilder:default=Recover
+	NoSpace NoSpacePolicy `json:"nospace,omitempty"`
+}
+
+// NoSpacePolicy is what Steward does about a NOSPACE alarm.
+// +kubebuilder:validation:Enum=Recover;Report
+type NoSpacePolicy string
+
+const (
+	NoSpaceRecover NoSpacePolicy = "Recover"
+	NoSpaceReport  NoSpacePolicy = "Report"
+)
+
+// MaintenanceStatus records the maintenance Steward did on the cluster as a whole.
+type MaintenanceStatus struct {
+	// lastCompaction is the latest history compaction Steward made (to recover from NOSPACE).
+	// +optional
+	LastCompaction *CompactionRecord `json:"lastCompaction,omitempty"`
+	// lastDisarm is when Steward last disarmed a NOSPACE alarm.
+	// +optional
+	LastDisarm *metav1.Time `json:"lastDisarm,omitempty"`
+}
+
+// CompactionRecord is one compaction of etcd's history.
+type CompactionRecord struct {
+	// revision compacted to: older revisions are gone (reads and watches below it fail).
+	Revision int64 `json:"revision"`
+	// headRevision was the cluster's revision at the time.
+	HeadRevision int64       `json:"headRevision"`
+	Time         metav1.Time `json:"time"`
+	// reason says why.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // DefragmentationSpec says when a member is defragmented. A defragmentation blocks the member's
@@ -58,12 +98,13 @@ const (
 )
 
 // DefragmentationTrigger is why a member was defragmented.
-// +kubebuilder:validation:Enum=Threshold;Schedule
+// +kubebuilder:validation:Enum=Threshold;Schedule;NoSpace
 type DefragmentationTrigger string
 
 const (
 	DefragmentationThreshold DefragmentationTrigger = "Threshold"
 	DefragmentationSchedule  DefragmentationTrigger = "Schedule"
+	DefragmentationNoSpace   DefragmentationTrigger = "NoSpace"
 )
 
 // DefragmentationResult is one defragmentation of one member.
@@ -110,6 +151,14 @@ type MemberDefragmentation struct {
 	// cluster is Degraded.
 	// +optional
 	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+}
+
+// NoSpacePolicy is the cluster's spec.maintenance.nospace, Recover when unset.
+func (s *EtcdClusterSpec) NoSpacePolicy() NoSpacePolicy {
+	if s.Maintenance == nil || s.Maintenance.NoSpace == "" {
+		return NoSpaceRecover
+	}
+	return s.Maintenance.NoSpace
 }
 
 // DefragmentationEnabled says whether Steward defragments this cluster's members.

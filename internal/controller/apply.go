@@ -34,7 +34,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	m := o.members[a.Member]
 	// An etcd member no EtcdMember claims (an orphan) can still be removed or lose leadership.
 	orphan := m == nil && a.MemberID != 0 && (a.Kind == plan.RemoveMember || a.Kind == plan.MoveLeader)
-	needMember := a.Kind != plan.AdoptSpec && a.Kind != plan.CreateMember && a.Kind != plan.Nothing && a.Kind != plan.Wait
+	needMember := a.Kind != plan.AdoptSpec && a.Kind != plan.CreateMember && a.Kind != plan.Nothing && a.Kind != plan.Wait &&
+		a.Kind != plan.Compact && a.Kind != plan.DisarmAlarm
 	if needMember && m == nil && !orphan {
 		return fmt.Errorf("%s: member %q not found", a.Kind, a.Member)
 	}
@@ -117,6 +118,10 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return o.client.MoveLeader(ctx, ep, a.TargetID)
 	case plan.RecordDefragmentation:
 		return r.recordInterrupted(ctx, o, m)
+	case plan.Compact:
+		return r.compact(ctx, ec, o, a)
+	case plan.DisarmAlarm:
+		return r.disarmNoSpace(ctx, ec, o)
 	case plan.PatchPodMetadata:
 		return r.patchPodMetadata(ctx, ec, o, m)
 	case plan.ExpandPVC:

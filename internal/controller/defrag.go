@@ -13,6 +13,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/health"
 	"github.com/etcd-steward/steward/internal/plan"
 )
 
@@ -108,4 +109,41 @@ func sizeText(q *resource.Quantity) string {
 		return "?"
 	}
 	return fmt.Sprintf("%.1fMiB", float64(q.Value())/(1<<20))
+}
+
+// compact drops history to recover from NOSPACE, recording it in status (written with the rest
+// of status at the end of the reconcile; a crash before that repeats a harmless compaction).
+func (r *EtcdClusterReconciler) compact(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, a plan.Action) error {
+	if o.client == nil {
+		return errors.New("no etcd client to compact")
+	}
+	if err := o.client.Compact(ctx, a.Revision); err != nil {
+		return err
+	}
+	if ec.Status.Maintenance == nil {
+		ec.Status.Maintenance = &stewardv1.MaintenanceStatus{}
+	}
+	ec.Status.Maintenance.LastCompaction = &stewardv1.CompactionRecord{Revision: a.Revision, HeadRevision: a.HeadRevision,
+		Time: metav1.NewTime(r.now()), Reason: a.Message}
+	return nil
+}
+
+// disarmNoSpace disarms every NOSPACE alarm (one per member that raised it).
+func (r *EtcdClusterReconciler) disarmNoSpace(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) error {
+	if o.client == nil {
+		return errors.New("no etcd client to disarm NOSPACE")
+	}
+	for _, al := range o.facts.Etcd.Alarms {
+		if al.Type == health.AlarmNoSpace {
+			if err := o.client.DisarmAlarm(ctx, al.MemberID, al.Type); err != nil {
+				return err
+			}
+		}
+	}
+	if ec.Status.Maintenance == nil {
+		ec.Status.Maintenance = &stewardv1.MaintenanceStatus{}
+	}
+	now := metav1.NewTime(r.now())
+	ec.Status.Maintenance.LastDisarm = &now
+	return nil
 }

@@ -220,7 +220,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	for i, s := range c.Statuses(ctx, eps) {
 		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
 			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors,
-			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota}
+			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision}
 		if e.Reachable && !s.IsLearner {
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
 		}

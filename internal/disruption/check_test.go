@@ -74,7 +74,9 @@ func TestCheck(t *testing.T) {
 		{name: "defragment a follower of 3", n: 3, req: Request{Defragment, "c-2"}},
 		{name: "defragment a memory follower (its data stays)", n: 3, mutate: memory, req: Request{Defragment, "c-1"}},
 		{name: "defragment a learner", n: 3, req: Request{Defragment, "c-3"},
-			mutate: func(c *Cluster) { c.Members = append(c.Members, Member{Name: "c-3", ID: 9, Learner: true, PodExists: true}) }},
+			mutate: func(c *Cluster) {
+				c.Members = append(c.Members, Member{Name: "c-3", ID: 9, Learner: true, PodExists: true})
+			}},
 		{name: "defragment the only member with opt-in", n: 1, req: Request{Defragment, "c-0"},
 			mutate: func(c *Cluster) { c.AllowDowntime = true }},
 		{name: "defragment the only memory member with opt-in", n: 1, req: Request{Defragment, "c-0"},

@@ -48,6 +48,8 @@ type EndpointStatus struct {
 	// DBSize is the backend file's size, DBSizeInUse the part holding live data; DBSizeQuota the
 	// member's quota (etcd 3.6 and later report it; 0 before).
 	DBSize, DBSizeInUse, DBSizeQuota int64
+	// Revision is the store's revision this member had applied (from the response header).
+	Revision int64
 	// Errors are the errors the member reported other than alarms ("etcdserver: no leader").
 	Errors []string
 	// Alarms are the cluster's active alarms as this member knows them.

@@ -29,7 +29,7 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 		s.Err = err
 		return s
 	}
-	s.MemberID, s.ClusterID = resp.Header.MemberId, resp.Header.ClusterId
+	s.MemberID, s.ClusterID, s.Revision = resp.Header.MemberId, resp.Header.ClusterId, resp.Header.Revision
 	s.Leader = resp.Leader
 	s.RaftIndex = resp.RaftIndex
 	s.AppliedIndex = resp.RaftAppliedIndex

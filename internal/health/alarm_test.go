@@ -17,3 +17,27 @@ func TestAlarmMessage(t *testing.T) {
 		t.Errorf("message\n%s\nwant\n%s", m, want)
 	}
 }
+
+// NOSPACE recovery defragments members one at a time while the alarm stands: the gate lets
+// NOSPACE alone pass when asked to, never CORRUPT, and still judges every endpoint.
+func TestGateAllowNoSpace(t *testing.T) {
+	f, voters := healthy(3)
+	e := Expectation{Voters: voters}
+	f.Alarms = []Alarm{{1, AlarmNoSpace}}
+	if r := Gate(f, e); r.Check != CheckAlarm {
+		t.Errorf("NOSPACE without AllowNoSpace: %v", r)
+	}
+	e.AllowNoSpace = true
+	if r := Gate(f, e); !r.Passed() {
+		t.Errorf("NOSPACE with AllowNoSpace: %v", r)
+	}
+	f.Endpoints[2].ReadOK = false
+	if r := Gate(f, e); r.Check != CheckRead {
+		t.Errorf("a member not serving still fails the gate: %v", r)
+	}
+	f.Endpoints[2].ReadOK = true
+	f.Alarms = append(f.Alarms, Alarm{2, AlarmCorrupt})
+	if r := Gate(f, e); r.Check != CheckAlarm {
+		t.Errorf("CORRUPT with AllowNoSpace: %v", r)
+	}
+}

@@ -47,6 +47,8 @@ type Endpoint struct {
 	// DBSize and DBSizeInUse are the member's backend file size and the part in use, in bytes;
 	// DBSizeQuota its quota when it reports one (etcd 3.6+), else 0.
 	DBSize, DBSizeInUse, DBSizeQuota int64
+	// Revision is the store revision the member had applied.
+	Revision int64
 	// ReadOK is true when a linearizable read through this endpoint succeeded. Learners do not serve
 	// such reads, so it is only meaningful for voters.
 	ReadOK bool
@@ -68,6 +70,32 @@ type Facts struct {
 type Alarm struct {
 	MemberID uint64
 	Type     string // NOSPACE, CORRUPT
+}
+
+// Alarm types etcd raises.
+const (
+	AlarmNoSpace = "NOSPACE"
+	AlarmCorrupt = "CORRUPT"
+)
+
+// HasAlarm says whether an alarm of the type is active.
+func (f Facts) HasAlarm(typ string) bool {
+	for _, a := range f.Alarms {
+		if a.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// OnlyAlarm says whether alarms are active and all of them are of the type.
+func (f Facts) OnlyAlarm(typ string) bool {
+	for _, a := range f.Alarms {
+		if a.Type != typ {
+			return false
+		}
+	}
+	return len(f.Alarms) > 0
 }
 
 // MemberListKnown reports whether the live member list was read.

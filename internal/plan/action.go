@@ -67,6 +67,11 @@ const (
 	// RecordDefragmentation closes a defragmentation whose end the operator did not see (it
 	// stopped mid-call) as Interrupted, clearing the intent.
 	RecordDefragmentation Kind = "RecordDefragmentation"
+	// Compact compacts etcd's history up to Revision (physically: it returns once applied) and
+	// records it in status.maintenance.lastCompaction with an Event. Repeating it is harmless.
+	Compact Kind = "Compact"
+	// DisarmAlarm disarms every active NOSPACE alarm and records status.maintenance.lastDisarm.
+	DisarmAlarm Kind = "DisarmAlarm"
 	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
 	// member's template.
 	ExpandPVC Kind = "ExpandPVC"
@@ -93,6 +98,8 @@ type Action struct {
 	// records status.replacing with the phase, before the removal, and clears it once the member is
 	// Running again.
 	Replacing bool
+	// Revision and HeadRevision (Compact): compact to Revision; the head was HeadRevision.
+	Revision, HeadRevision int64
 	// DefragTrigger (Defragment): the threshold or the schedule.
 	DefragTrigger v1alpha1.DefragmentationTrigger
 	// Reason is a CamelCase reason for conditions; Message is for humans.

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -55,7 +56,11 @@ func TestAlarmIsNotQuorumLoss(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := planFor(t, 3, "", tt.mutate)
+			// Steward only reporting the alarm (spec.maintenance.nospace Report); recovery is in
+			// nospace_test.go.
+			d := planFor(t, 3, "", all(tt.mutate, func(f *Facts) {
+				f.Cluster.Spec.Maintenance = &v1alpha1.MaintenanceSpec{NoSpace: v1alpha1.NoSpaceReport}
+			}))
 			for _, w := range tt.want {
 				c := d.Condition(w.typ)
 				if c.Status != w.status || c.Reason != string(w.reason) || !strings.Contains(c.Message, w.message) {

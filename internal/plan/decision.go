@@ -75,6 +75,11 @@ const (
 	ReasonDefragInterrupted Reason = "DefragmentationInterrupted"
 	// ReasonDefragFailing: a member's defragmentation failed DefragFailuresDegraded times in a row.
 	ReasonDefragFailing Reason = "DefragmentationFailing"
+	// ReasonNoSpace: recovering from a NOSPACE alarm; ReasonNoSpaceRecovered: disarming it;
+	// ReasonNoSpaceFull: the live data alone fills the quota, only the user can help.
+	ReasonNoSpace          Reason = "RecoveringFromNoSpace"
+	ReasonNoSpaceRecovered Reason = "NoSpaceRecovered"
+	ReasonNoSpaceFull      Reason = "QuotaFullOfLiveData"
 	// ReasonDefragSchedule: the defragmentation schedule does not parse.
 	ReasonDefragSchedule Reason = "InvalidDefragmentationSchedule"
 )

@@ -43,6 +43,7 @@ func (v *view) decide() Action {
 		v.halfDone,
 		v.adopt,
 		v.repair,
+		v.noSpace,
 		v.pending,
 		v.waitingRemoval,
 		v.roll,

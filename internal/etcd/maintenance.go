@@ -1,0 +1,39 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Compact drops the history before rev and waits until every member applied it (physical), so
+// the space it frees shows in the members' dbSizeInUse when it returns. A revision already
+// compacted is not an error: the history is gone either way (a retry after a crash).
+func (c *Client) Compact(ctx context.Context, rev int64) error {
+	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
+	defer cancel()
+	_, err := c.c.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("compacting to revision %d: %w", rev, err)
+	}
+	return nil
+}
+
+// DisarmAlarm clears one alarm a member raised. It goes through raft, so it needs quorum.
+func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string) error {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	t, ok := etcdserverpb.AlarmType_value[alarm]
+	if !ok {
+		return fmt.Errorf("unknown alarm type %q", alarm)
+	}
+	_, err := c.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: memberID, Alarm: etcdserverpb.AlarmType(t)})
+	if err != nil {
+		return fmt.Errorf("disarming %s of member %s: %w", alarm, IDString(memberID), err)
+	}
+	return nil
+}
