@@ -29,25 +29,15 @@ func TestNOSPACEAlarm(t *testing.T) {
 	t.Parallel()
 	ns := settledCluster(t, "db", 3, "", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Options.QuotaBackendBytes = ptr.To(resource.MustParse("16Mi"))
+		// The human's recovery is what this scenario is about; TestNOSPACERecovered is Steward's.
+		ec.Spec.Maintenance = &stewardv1.MaintenanceSpec{NoSpace: stewardv1.NoSpaceReport}
 	})
 	before := restartCounts(t, ns, "db")
 	cl := clientFor(t, ns, "db")
-
-	// One key overwritten: the old revisions fill the backend, and a compaction frees them all.
-	start := time.Now()
-	value := strings.Repeat("x", 512<<10)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for i := 0; ; i++ {
-		_, err := cl.Put(ctx, "/fill", value)
-		if err != nil && strings.Contains(err.Error(), "database space exceeded") {
-			break
-		}
-		if i > 400 {
-			t.Fatalf("no NOSPACE after %d puts of 512 KiB into a 16 MiB quota (last error %v)", i, err)
-		}
-	}
-	measure(t, "filling a 16 MiB quota until NOSPACE", time.Since(start))
+	start := time.Now()
+	fillUntilNoSpace(t, cl)
 
 	f.WaitFor(t, ns, "Degraded=Alarm naming NOSPACE", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		ec, err := get(ctx, ns, "db")
@@ -110,6 +100,26 @@ $E compact "$rev"; $E defrag --cluster; $E alarm disarm; $E alarm list`, etcdctl
 	if got := restartCounts(t, ns, "db"); !equalCounts(got, before) {
 		t.Errorf("restarts %v, before %v: nothing should have restarted", got, before)
 	}
+}
+
+// fillUntilNoSpace overwrites one key with 512 KiB values until etcd refuses with NOSPACE: the
+// old revisions fill the backend, and a compaction frees them all.
+func fillUntilNoSpace(t *testing.T, cl *clientv3.Client) {
+	t.Helper()
+	start := time.Now()
+	value := strings.Repeat("x", 512<<10)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for i := 0; ; i++ {
+		_, err := cl.Put(ctx, "/fill", value)
+		if err != nil && strings.Contains(err.Error(), "database space exceeded") {
+			break
+		}
+		if i > 400 {
+			t.Fatalf("no NOSPACE after %d puts of 512 KiB into a 16 MiB quota (last error %v)", i, err)
+		}
+	}
+	measure(t, "filling a 16 MiB quota until NOSPACE", time.Since(start))
 }
 
 func restartCounts(t *testing.T, ns, name string) map[string]int32 {

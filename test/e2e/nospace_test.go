@@ -1,0 +1,79 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// TestNOSPACERecovered (issue 12): a 3-member TLS cluster fills its 16 MiB quota and takes no
+// writes; with the default spec.maintenance.nospace Recover, Steward compacts, defragments the
+// members one at a time and disarms, and writes succeed again without a human and without any
+// member restarting.
+func TestNOSPACERecovered(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "db", 3, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Options.QuotaBackendBytes = ptr.To(resource.MustParse("16Mi"))
+	})
+	before := uids(t, ns, "db")
+	cl := clientFor(t, ns, "db")
+	fillUntilNoSpace(t, cl)
+	full := time.Now()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var attempts int
+	for {
+		attempts++
+		wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := cl.Put(wctx, "/after", "ok")
+		wcancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			f.Dump(t, ns)
+			t.Fatalf("not writable %s after NOSPACE (%d attempts, last: %v)", time.Since(full).Round(time.Second), attempts, err)
+		}
+		time.Sleep(time.Second)
+	}
+	measure(t, "NOSPACE to writable again, no human action", time.Since(full))
+	waitSettled(t, ns, "db", 3, 2*time.Minute)
+	measure(t, "NOSPACE to settled", time.Since(full))
+
+	if after := uids(t, ns, "db"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("Pods or restart counts changed %v -> %v: NOSPACE recovery must not restart anyone", before, after)
+	}
+	ec, err := get(context.Background(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ec.Status.Maintenance; m == nil || m.LastCompaction == nil || m.LastDisarm == nil {
+		t.Errorf("status.maintenance = %+v, want the compaction and the disarm recorded", m)
+	} else {
+		t.Logf("compaction: %+v", *m.LastCompaction)
+	}
+	compactions, disarms := eventsWith(t, ns, "db", "Compact"), eventsWith(t, ns, "db", "DisarmAlarm")
+	if len(compactions) == 0 || !strings.Contains(compactions[0], "up to revision") || len(disarms) == 0 {
+		t.Errorf("Events: Compact %q, DisarmAlarm %q; want the compaction (naming its revision) and the disarm", compactions, disarms)
+	}
+	defrags := eventsWith(t, ns, "db", "Defragmented")
+	t.Logf("defragmentations: %q", defrags)
+	if len(defrags) < 3 {
+		t.Errorf("%d Defragmented events, want every member's file shrunk: %q", len(defrags), defrags)
+	}
+	for _, m := range ec.Status.Members {
+		if m.DBSize == nil || m.Quota == nil || m.DBSize.Value()*100 >= 80*m.Quota.Value() || len(m.Alarms) > 0 {
+			t.Errorf("%s: dbSize %v of quota %v, alarms %v after recovery", m.Name, m.DBSize, m.Quota, m.Alarms)
+		}
+	}
+}
