@@ -124,29 +124,27 @@ func TestRestoreInitContainers(t *testing.T) {
 		Key: "prod/ns/demo/b1/snapshot.db.zst", SHA256: "abc", MaxMinor: "3.6", Member: "demo-0",
 		PeerURL: "https://demo-0.demo.ns.svc:2380", InitialCluster: "demo-0=https://demo-0.demo.ns.svc:2380",
 		Token: "demo-uid", Bump: 1_000_000_000, MountPath: "/var/lib/etcd", DataDir: "/var/lib/etcd/data", VolumeName: "data"})
-	if len(inits) != 2 || inits[0].Name != "restore-fetch" || inits[1].Name != "restore" {
+	if len(inits) != 3 || inits[0].Name != "restore-install" || inits[1].Name != "restore-fetch" || inits[2].Name != "restore" {
 		t.Fatalf("init containers %+v", inits)
 	}
-	fetch := args(inits[0])
+	fetch := args(inits[1])
 	for _, want := range []string{"snapshot fetch", "--skip-if-exists=/var/lib/etcd/data/member", "--expect-sha256=abc", "--max-minor=3.6"} {
 		if !strings.Contains(fetch, want) {
 			t.Errorf("fetch args %q lack %q", fetch, want)
 		}
 	}
-	if inits[1].Image != "etcd:v3.6.16" {
-		t.Errorf("restore runs %s, want the member's own etcd image (its etcdutl)", inits[1].Image)
+	// etcd's images are distroless: nothing may need a shell in them.
+	restore := inits[2]
+	if restore.Image != "etcd:v3.6.16" || restore.Command[0] != "/tools/steward" {
+		t.Errorf("restore runs %s %v, want the Steward binary in the member's own etcd image (its etcdutl)", restore.Image, restore.Command)
 	}
-	script := inits[1].Command[2]
-	guard, restore := strings.Index(script, `[ -d "$DATA/member" ]`), strings.Index(script, "etcdutl snapshot restore")
-	if guard < 0 || restore < 0 || guard > restore {
-		t.Errorf("the restore script does not check for live data before restoring:\n%s", script)
-	}
-	for _, want := range []string{"--bump-revision", "--mark-compacted", `mv "$stage/data" "$DATA"`} {
-		if !strings.Contains(script, want) {
-			t.Errorf("restore script lacks %q", want)
+	for _, want := range []string{"snapshot restore", "--data-dir=/var/lib/etcd/data", "--stage=/var/lib/etcd/restore",
+		"--bump-revision=1000000000", "--etcdutl=/usr/local/bin/etcdutl", "--initial-cluster-token=demo-uid"} {
+		if !strings.Contains(args(restore), want) {
+			t.Errorf("restore args %q lack %q", args(restore), want)
 		}
 	}
-	if len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != "ca" {
+	if len(vols) != 2 || vols[0].Secret == nil || vols[0].Secret.SecretName != "ca" || vols[1].EmptyDir == nil {
 		t.Errorf("volumes %+v", vols)
 	}
 }

@@ -28,27 +28,6 @@ type Restore struct {
 	VolumeName         string
 }
 
-// restoreScript runs in the etcd image. It never touches a data directory that holds a member
-// (an operator restart or a recreated Pod must not restore twice over live data), restores into
-// a scratch directory and moves it into place only when etcdutl succeeded, so a crash leaves no
-// half-restored member.
-const restoreScript = `set -eu
-stage="$MOUNT/restore"
-if [ -d "$DATA/member" ]; then
-  echo "data directory $DATA holds a member: nothing to restore"
-  rm -rf "$stage"
-  exit 0
-fi
-rm -rf "$stage/data"
-etcdutl snapshot restore "$stage/snapshot.db" --data-dir "$stage/data" --name "$NAME" \
-  --initial-cluster "$INITIAL_CLUSTER" --initial-cluster-token "$TOKEN" \
-  --initial-advertise-peer-urls "$PEER_URL" --bump-revision "$BUMP" --mark-compacted
-rm -rf "$DATA"
-mv "$stage/data" "$DATA"
-rm -rf "$stage"
-echo "restored $NAME from the snapshot"
-`
-
 // RestoreInitContainers fetch and check the snapshot (Steward image), then restore it with the
 // target version's etcdutl (etcd image). Both skip when the data directory already holds a member.
 func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
@@ -69,18 +48,21 @@ func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 	data := corev1.VolumeMount{Name: r.VolumeName, MountPath: r.MountPath}
 	fetch.VolumeMounts = append(fetch.VolumeMounts, data)
 
+	// The etcd image is distroless (no shell): the Steward binary, copied in by install, runs
+	// etcdutl there and does the guard and the rename (snapshot.RestoreLocal).
+	install := container("restore-install", r.Image, []string{"install-self", toolsDir + "/steward"}, v1.BackupStorage{})
+	install.VolumeMounts = []corev1.VolumeMount{{Name: "restore-tools", MountPath: toolsDir}}
 	restore := corev1.Container{
 		Name: "restore", Image: r.EtcdImage, ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:                  []string{"/bin/sh", "-c", restoreScript},
+		Command: []string{toolsDir + "/steward"},
+		Args: []string{"snapshot", "restore", "--snapshot=" + stage + "/snapshot.db", "--stage=" + stage,
+			"--data-dir=" + r.DataDir, "--name=" + r.Member, "--initial-cluster=" + r.InitialCluster,
+			"--initial-cluster-token=" + r.Token, "--initial-advertise-peer-urls=" + r.PeerURL,
+			"--bump-revision=" + strconv.FormatInt(r.Bump, 10), "--etcdutl=/usr/local/bin/etcdutl"},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		Env: []corev1.EnvVar{
-			{Name: "MOUNT", Value: r.MountPath}, {Name: "DATA", Value: r.DataDir},
-			{Name: "NAME", Value: r.Member}, {Name: "INITIAL_CLUSTER", Value: r.InitialCluster},
-			{Name: "TOKEN", Value: r.Token}, {Name: "PEER_URL", Value: r.PeerURL},
-			{Name: "BUMP", Value: strconv.FormatInt(r.Bump, 10)},
-			// etcdutl reads ETCDUTL_* variables as flags; keep the environment clean of others.
-		},
-		VolumeMounts: []corev1.VolumeMount{data},
+		VolumeMounts:             []corev1.VolumeMount{data, {Name: "restore-tools", MountPath: toolsDir, ReadOnly: true}},
 	}
-	return []corev1.Container{fetch, restore}, storageVolumes(r.Storage)
+	vols := append(storageVolumes(r.Storage),
+		corev1.Volume{Name: "restore-tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	return []corev1.Container{install, fetch, restore}, vols
 }

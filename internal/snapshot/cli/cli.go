@@ -1,4 +1,4 @@
-// Package cli is `steward snapshot save|fetch|verify|delete`: the Steward binary run in a backup
+// Package cli is `steward snapshot save|fetch|verify|delete|restore`: the Steward binary run in a backup
 // Job or a restore init container. Flags name the member and the destination; S3 credentials come only
 // from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, mapped from a
 // Secret) and are never printed. The outcome is one JSON line on stdout and in --result-file
@@ -41,7 +41,7 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 		_, _ = fmt.Fprintf(stderr, "%s steward snapshot: %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, a...))
 	}
 	if len(args) == 0 {
-		_, _ = fmt.Fprintln(stderr, "usage: steward snapshot save|fetch|verify|delete [flags]  (-h for each)")
+		_, _ = fmt.Fprintln(stderr, "usage: steward snapshot save|fetch|verify|delete|restore [flags]  (-h for each)")
 		return 2
 	}
 	var cmd command
@@ -54,8 +54,10 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 		cmd = &verifyCmd{}
 	case "delete":
 		cmd = &deleteCmd{}
+	case "restore":
+		cmd = &restoreCmd{}
 	default:
-		_, _ = fmt.Fprintf(stderr, "steward snapshot: unknown command %q: want save, fetch, verify or delete\n", args[0])
+		_, _ = fmt.Fprintf(stderr, "steward snapshot: unknown command %q: want save, fetch, verify, delete or restore\n", args[0])
 		return 2
 	}
 	fs := flag.NewFlagSet("steward snapshot "+args[0], flag.ContinueOnError)

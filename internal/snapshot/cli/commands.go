@@ -203,3 +203,33 @@ func withFields(v any, extra map[string]any) (map[string]any, error) {
 	}
 	return out, nil
 }
+
+// restoreCmd: steward snapshot restore, in the etcd image (copied in by install-self).
+type restoreCmd struct {
+	o snapshot.RestoreOptions
+}
+
+func (c *restoreCmd) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.o.Snapshot, "snapshot", "", "the fetched snapshot file")
+	fs.StringVar(&c.o.Stage, "stage", "", "scratch directory on the data volume")
+	fs.StringVar(&c.o.DataDir, "data-dir", "", "the member's data directory; left alone when it holds a member")
+	fs.StringVar(&c.o.Name, "name", "", "the member's name")
+	fs.StringVar(&c.o.InitialCluster, "initial-cluster", "", "etcdutl --initial-cluster")
+	fs.StringVar(&c.o.Token, "initial-cluster-token", "", "etcdutl --initial-cluster-token")
+	fs.StringVar(&c.o.PeerURL, "initial-advertise-peer-urls", "", "etcdutl --initial-advertise-peer-urls")
+	fs.Int64Var(&c.o.Bump, "bump-revision", 1_000_000_000, "etcdutl --bump-revision (with --mark-compacted); 0 for none")
+	fs.StringVar(&c.o.Etcdutl, "etcdutl", "etcdutl", "etcdutl binary to restore with")
+}
+
+func (c *restoreCmd) run(ctx context.Context, _ func(string) string, logf func(string, ...any)) (map[string]any, error) {
+	if c.o.Snapshot == "" || c.o.Stage == "" || c.o.DataDir == "" || c.o.Name == "" {
+		return nil, usageError("--snapshot, --stage, --data-dir and --name are required")
+	}
+	c.o.Logf = logf
+	r, err := snapshot.RestoreLocal(ctx, c.o)
+	if err != nil {
+		return nil, err
+	}
+	logf("%s", r.Message)
+	return withFields(r, nil)
+}
