@@ -51,6 +51,12 @@ type EtcdClusterSpec struct {
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
 
+	// quorumLoss is what Steward does when a majority of members is lost for good: status always
+	// shows a recovery plan; Manual (the default) runs it when a human sets the annotation
+	// etcd.steward.dev/recover-quorum, Automatic after afterSeconds.
+	// +optional
+	QuorumLoss *QuorumLossSpec `json:"quorumLoss,omitempty"`
+
 	// maintenance is the upkeep Steward does on its own: defragmentation.
 	// +optional
 	// +kubebuilder:default={}
@@ -159,6 +165,11 @@ type EtcdClusterStatus struct {
 	// backup is the newest successful backup of this cluster.
 	// +optional
 	Backup *BackupSummary `json:"backup,omitempty"`
+
+	// quorumRecovery shows, while quorum is lost, the recovery plan; during a recovery its step;
+	// and the last recovery.
+	// +optional
+	QuorumRecovery *QuorumRecoveryStatus `json:"quorumRecovery,omitempty"`
 
 	// maintenance records cluster-wide maintenance Steward did (compaction, alarm disarm).
 	// +optional

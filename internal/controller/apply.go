@@ -42,6 +42,10 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	if a.Kind == plan.Defragment {
 		return r.defragment(ctx, ec, o, m, a)
 	}
+	switch a.Kind {
+	case plan.StartRecovery, plan.RecoveryStep, plan.DiscardMember, plan.FinishRecovery:
+		return r.applyRecovery(ctx, ec, o, a)
+	}
 	if a.Disruption != nil {
 		if a.Kind == plan.RemoveMember && m != nil {
 			if err := r.writePhase(ctx, m, stewardv1.MemberRemoving, m.Status.ID, a.Replacing); err != nil {
@@ -64,6 +68,10 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.startPod(ctx, ec, o, m, resources.Bootstrap{InitialCluster: self, State: resources.StateNew}, true)
 	case plan.CreatePod:
 		boot := resources.Bootstrap{InitialCluster: initialCluster(ec, o, m), State: resources.StateExisting}
+		if a.ForceNewCluster {
+			// etcd reads its membership from the data it has; the flag rewrites it to this member.
+			boot.InitialCluster, boot.ForceNewCluster = a.Member+"="+resources.PeerURL(ec, a.Member), true
+		}
 		return r.startPod(ctx, ec, o, m, boot, m.Status.Phase == stewardv1.MemberRunning)
 	case plan.AddLearner:
 		if err := r.setPhase(ctx, m, stewardv1.MemberJoining, ""); err != nil {

@@ -73,8 +73,12 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		o.pvcs[pvcs.Items[i].Name] = &pvcs.Items[i]
 	}
 	resizable := r.resizable(ctx, kube, ec)
+	reserved, err := reservedOrdinals(ctx, kube, ec)
+	if err != nil {
+		return nil, err
+	}
 
-	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec)}
+	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec), ReservedOrdinals: reserved}
 	for i := range members.Items {
 		m := &members.Items[i]
 		if m.Spec.ClusterName != ec.Name {
@@ -109,7 +113,8 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		return plan.Pod{}
 	}
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
-		Failed: p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p)}
+		ForceNewCluster: p.Annotations[resources.AnnotationForceNewCluster] == "true",
+		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p)}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}
@@ -220,7 +225,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	for i, s := range c.Statuses(ctx, eps) {
 		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
 			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors,
-			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision}
+			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex}
 		if e.Reachable && !s.IsLearner {
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
 		}

@@ -35,6 +35,7 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	s.LastStep = d.Step
 	s.Selector = labels.SelectorFromSet(resources.SelectorLabels(ec.Name)).String()
 	s.CurrentTemplate = digest(s.Observed)
+	setRecoveryStatus(s, d)
 	for _, c := range d.Conditions {
 		c.ObservedGeneration = ec.Generation
 		meta.SetStatusCondition(&s.Conditions, c)

@@ -35,6 +35,12 @@ const (
 	// Defragment asks the member to defragment its backend: it keeps its data and its place, but
 	// serves no read or write until done, so it counts as down like a restart.
 	Defragment Kind = "Defragment"
+	// Fence deletes a Pod during a quorum recovery: every member but the survivor is fenced, and
+	// the survivor itself restarts twice (with --force-new-cluster, then without). Quorum is
+	// already lost, so no member serves and one-at-a-time has nothing left to protect; the
+	// recovery was asked for (annotation or spec.quorumLoss Automatic) and recorded in status.
+	// Allowed only while Cluster.RecoverySurvivor names a recovery in progress.
+	Fence Kind = "Fence"
 	// Dormant deletes a Pod of a PVC cluster scaled to zero: a full outage the user asked for. The
 	// members and their data stay; scaling up recreates the Pods.
 	Dormant Kind = "Dormant"
@@ -82,6 +88,9 @@ type Cluster struct {
 	// NeverFormed is true while no etcd cluster exists yet (no cluster ID, no member ever listed):
 	// a Pod then holds no member and no data anyone depends on.
 	NeverFormed bool
+	// RecoverySurvivor names the survivor of a quorum recovery in progress (status records it
+	// before any Pod is fenced); "" when none runs.
+	RecoverySurvivor string
 }
 
 // Request names a disruption.
@@ -120,6 +129,11 @@ func Check(c Cluster, r Request) error {
 		return checkDeleteData(c, r, v)
 	case Dormant:
 		return checkDormant(c, r, v)
+	case Fence:
+		if c.RecoverySurvivor == "" {
+			return refuse(ReasonNoRecovery, r, v.Name, "no quorum recovery is in progress: a Pod is fenced only during one")
+		}
+		return nil
 	case Restart, Remove, Replace, Defragment:
 		return checkMember(c, r, v)
 	}

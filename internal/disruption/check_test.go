@@ -82,7 +82,14 @@ func TestCheck(t *testing.T) {
 		{name: "defragment the only memory member with opt-in", n: 1, req: Request{Defragment, "c-0"},
 			mutate: func(c *Cluster) { memory(c); c.AllowDowntime = true }},
 
+		{name: "fence any member during a recovery", n: 3, req: Request{Fence, "c-0"},
+			mutate: func(c *Cluster) { c.RecoverySurvivor = "c-1"; c.MemberListKnown = false }},
+		{name: "fence the survivor itself (its restart with --force-new-cluster)", n: 3, req: Request{Fence, "c-1"},
+			mutate: func(c *Cluster) { c.RecoverySurvivor = "c-1"; c.MemberListKnown = false }},
+
 		// Refused.
+		{name: "fence without a recovery", n: 3, req: Request{Fence, "c-2"}, want: ErrNoRecovery, about: "c-2",
+			mutate: func(c *Cluster) { c.MemberListKnown = false }},
 		{name: "defragment the leader", n: 3, req: Request{Defragment, "c-0"}, want: ErrLeader, about: "c-0"},
 		{name: "defragment while another is down", n: 3, req: Request{Defragment, "c-2"}, want: ErrOtherNotReady,
 			about: "c-1", mutate: func(c *Cluster) { c.Members[1].Healthy = false }},

@@ -54,7 +54,7 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 	v, _ := c.member(r.Victim)
 	var err error
 	switch r.Kind {
-	case Restart, Dormant:
+	case Restart, Dormant, Fence:
 		err = d.effects.DeletePod(ctx, v.Name)
 	case Remove, Replace:
 		if !v.Voter && !v.Learner {

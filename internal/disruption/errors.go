@@ -21,6 +21,7 @@ const (
 	ReasonStillMember       Reason = "StillAMember"
 	ReasonNotDormant        Reason = "NotDormant"
 	ReasonNotMember         Reason = "NotAMember"
+	ReasonNoRecovery        Reason = "NoQuorumRecovery"
 )
 
 // Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
@@ -72,6 +73,7 @@ var (
 	ErrStillMember       = &Refusal{Reason: ReasonStillMember}
 	ErrNotDormant        = &Refusal{Reason: ReasonNotDormant}
 	ErrNotMember         = &Refusal{Reason: ReasonNotMember}
+	ErrNoRecovery        = &Refusal{Reason: ReasonNoRecovery}
 )
 
 func refuse(reason Reason, r Request, member, format string, args ...any) *Refusal {

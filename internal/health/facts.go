@@ -47,6 +47,9 @@ type Endpoint struct {
 	// DBSize and DBSizeInUse are the member's backend file size and the part in use, in bytes;
 	// DBSizeQuota its quota when it reports one (etcd 3.6+), else 0.
 	DBSize, DBSizeInUse, DBSizeQuota int64
+	// RaftIndex is the member's raft index: how much of the log it holds (a quorum recovery's
+	// survivor is the member with the most).
+	RaftIndex uint64
 	// Revision is the store revision the member had applied.
 	Revision int64
 	// ReadOK is true when a linearizable read through this endpoint succeeded. Learners do not serve

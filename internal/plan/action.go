@@ -72,6 +72,17 @@ const (
 	Compact Kind = "Compact"
 	// DisarmAlarm disarms every active NOSPACE alarm and records status.maintenance.lastDisarm.
 	DisarmAlarm Kind = "DisarmAlarm"
+	// StartRecovery writes status.quorumRecovery.inProgress (Recovery: survivor, stage Fencing,
+	// the members to discard): nothing is touched in this step.
+	StartRecovery Kind = "StartRecovery"
+	// RecoveryStep records the recovery's next Stage in status before it acts.
+	RecoveryStep Kind = "RecoveryStep"
+	// DiscardMember drops a member a quorum recovery left behind: its PVC is detached (owner and
+	// cluster label removed, labelled etcd.steward.dev/discarded-from) and kept; the EtcdMember goes.
+	DiscardMember Kind = "DiscardMember"
+	// FinishRecovery records status.quorumRecovery.last, clears inProgress and the trigger
+	// annotation.
+	FinishRecovery Kind = "FinishRecovery"
 	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
 	// member's template.
 	ExpandPVC Kind = "ExpandPVC"
@@ -98,6 +109,11 @@ type Action struct {
 	// records status.replacing with the phase, before the removal, and clears it once the member is
 	// Running again.
 	Replacing bool
+	// Recovery (StartRecovery) is the recovery to record; Stage (RecoveryStep) its next stage.
+	Recovery *v1alpha1.QuorumRecoveryProgress
+	Stage    v1alpha1.QuorumRecoveryStage
+	// ForceNewCluster (CreatePod): start the member once with --force-new-cluster.
+	ForceNewCluster bool
 	// Revision and HeadRevision (Compact): compact to Revision; the head was HeadRevision.
 	Revision, HeadRevision int64
 	// DefragTrigger (Defragment): the threshold or the schedule.

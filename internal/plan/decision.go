@@ -80,6 +80,12 @@ const (
 	ReasonNoSpace          Reason = "RecoveringFromNoSpace"
 	ReasonNoSpaceRecovered Reason = "NoSpaceRecovered"
 	ReasonNoSpaceFull      Reason = "QuotaFullOfLiveData"
+	// Quorum-loss recovery.
+	ReasonRecoveringQuorum Reason = "RecoveringQuorum"
+	ReasonFencing          Reason = "FencingMember"
+	ReasonQuorumRecovered  Reason = "QuorumRecovered"
+	ReasonRecoveryRefused  Reason = "QuorumRecoveryRefused"
+	ReasonRecoveryIgnored  Reason = "QuorumRecoveryNotNeeded"
 	// ReasonDefragSchedule: the defragmentation schedule does not parse.
 	ReasonDefragSchedule Reason = "InvalidDefragmentationSchedule"
 )
@@ -152,6 +158,9 @@ type Decision struct {
 	Step *v1alpha1.StepRecord
 	// DeadlineExceeded is true when the step in progress took longer than progressDeadlineSeconds.
 	DeadlineExceeded bool
+	// LostSince and RecoveryPlan are status.quorumRecovery's while quorum is lost (nil otherwise).
+	LostSince    *metav1.Time
+	RecoveryPlan *v1alpha1.QuorumRecoveryPlan
 }
 
 // Condition returns the condition of the given type.

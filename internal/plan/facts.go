@@ -51,6 +51,9 @@ type Facts struct {
 	// DefragScheduleError says why spec.maintenance.defragmentation.schedule is not used (it
 	// passed the CRD's shape check but does not parse); "" when fine or unset.
 	DefragScheduleError string
+	// ReservedOrdinals are held by PVCs a quorum recovery detached and kept: no new member takes
+	// them (its PVC name would collide with stale data).
+	ReservedOrdinals []int32
 }
 
 // TLS is the certificate step's verdict for the plan.
@@ -120,6 +123,9 @@ type Pod struct {
 	// Template is the member template the Pod was built from (its annotation); nil when the Pod
 	// does not say (built by an older Steward), in which case the member's record stands for it.
 	Template *v1alpha1.MemberTemplate
+	// ForceNewCluster: the Pod was built to start etcd with --force-new-cluster (a quorum
+	// recovery's survivor).
+	ForceNewCluster bool
 	// Unschedulable is true when the scheduler reported the Pod cannot be placed.
 	Unschedulable bool
 }

@@ -37,6 +37,7 @@ func (v *view) decide() Action {
 		v.identity,
 		v.bootstrap,
 		v.dormant,
+		v.quorumRecovery,
 		v.quorumLost,
 		v.defragInterrupted,
 		v.restore,

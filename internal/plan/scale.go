@@ -45,6 +45,9 @@ func (v *view) lowestFreeOrdinal() int32 {
 	for _, m := range v.members {
 		used[m.Ordinal] = true
 	}
+	for _, o := range v.f.ReservedOrdinals {
+		used[o] = true
+	}
 	var o int32
 	for used[o] {
 		o++

@@ -41,7 +41,9 @@ func (v *view) fillStatus(d *Decision) {
 	d.Step = v.nextStep(d.Action)
 	d.DeadlineExceeded = v.deadlineExceeded(d.Action, d.Step)
 	d.Rollout = v.rolloutStatus(d)
-	d.Conditions = []metav1.Condition{v.available(), v.progressing(d), v.degraded(), v.rollingUpdate(d)}
+	d.LostSince, d.RecoveryPlan = v.recoveryStatus()
+	d.Conditions = []metav1.Condition{v.available(), v.progressing(d), v.degraded(), v.rollingUpdate(d),
+		v.recoveryCondition(d.RecoveryPlan)}
 }
 
 func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {

@@ -30,6 +30,8 @@ type Bootstrap struct {
 	// InitialCluster is --initial-cluster: name=peerURL pairs of the voters and this member.
 	InitialCluster string
 	State          ClusterState
+	// ForceNewCluster starts etcd with --force-new-cluster: a quorum recovery's survivor, once.
+	ForceNewCluster bool
 }
 
 // Member identifies the member a Pod is for.
@@ -58,6 +60,9 @@ const (
 	KeyClientCA = "client-ca.crt"
 	// AnnotationTrust records the CAs a member's etcd loaded when it started (see tlsplan).
 	AnnotationTrust = "etcd.steward.dev/trusted-cas"
+	// AnnotationForceNewCluster marks the Pod of a quorum recovery's survivor started with
+	// --force-new-cluster; the recovery replaces it with one without the flag.
+	AnnotationForceNewCluster = "etcd.steward.dev/force-new-cluster"
 )
 
 // Pod builds the member's Pod. imageRepository is used when the template sets no image.
@@ -104,6 +109,9 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 		},
 	}
 	pod.Annotations = withKey(pod.Annotations, AnnotationTemplate, templateAnnotation(t))
+	if m.Bootstrap.ForceNewCluster {
+		pod.Annotations = withKey(pod.Annotations, AnnotationForceNewCluster, "true")
+	}
 	if ec.TLSEnabled() {
 		pod.Annotations = withKey(pod.Annotations, AnnotationTrust, m.Trust)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
@@ -182,6 +190,9 @@ func Args(m Member) []string {
 		"--initial-cluster=" + m.Bootstrap.InitialCluster,
 		"--initial-cluster-state=" + string(m.Bootstrap.State),
 		"--initial-cluster-token=" + ClusterToken(ec),
+	}
+	if m.Bootstrap.ForceNewCluster {
+		args = append(args, "--force-new-cluster=true")
 	}
 	if ec.TLSEnabled() {
 		f := func(key string) string { return TLSMountPath + "/" + key }

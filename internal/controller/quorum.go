@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/plan"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// Labels on a PVC a quorum recovery detached from its cluster and kept for forensics.
+const (
+	LabelDiscardedFrom    = "etcd.steward.dev/discarded-from"
+	LabelDiscardedOrdinal = "etcd.steward.dev/discarded-ordinal"
+	AnnotationDiscardedAt = "etcd.steward.dev/discarded-at"
+)
+
+// setRecoveryStatus writes the plan's view of quorum loss (since when, the recovery plan) next to
+// the controller's own records (the recovery in progress, the last one).
+func setRecoveryStatus(s *stewardv1.EtcdClusterStatus, d plan.Decision) {
+	qr := s.QuorumRecovery
+	if qr == nil {
+		qr = &stewardv1.QuorumRecoveryStatus{}
+	}
+	qr.LostSince, qr.Plan = d.LostSince, d.RecoveryPlan
+	if qr.LostSince == nil && qr.Plan == nil && qr.InProgress == nil && qr.Last == nil {
+		qr = nil
+	}
+	s.QuorumRecovery = qr
+}
+
+// applyRecovery carries out the recovery's bookkeeping actions. The stage is written to status at
+// the end of this reconcile, before the next one acts on it (intent first).
+func (r *EtcdClusterReconciler) applyRecovery(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, a plan.Action) error {
+	if ec.Status.QuorumRecovery == nil {
+		ec.Status.QuorumRecovery = &stewardv1.QuorumRecoveryStatus{}
+	}
+	qr := ec.Status.QuorumRecovery
+	switch a.Kind {
+	case plan.StartRecovery:
+		qr.InProgress = a.Recovery.DeepCopy()
+	case plan.RecoveryStep:
+		if qr.InProgress == nil {
+			return errors.New("no quorum recovery in progress")
+		}
+		qr.InProgress.Stage, qr.InProgress.Since = a.Stage, metav1.NewTime(r.now())
+	case plan.DiscardMember:
+		return r.discardMember(ctx, ec, o, a.Member)
+	case plan.FinishRecovery:
+		if p := qr.InProgress; p != nil {
+			qr.Last = &stewardv1.QuorumRecoveryRecord{Time: metav1.NewTime(r.now()), Survivor: p.Survivor, Revision: p.Revision,
+				Trigger: p.Trigger, Discarded: p.Discarded}
+		}
+		qr.InProgress = nil
+		if _, ok := ec.Annotations[stewardv1.AnnotationRecoverQuorum]; ok {
+			base := ec.DeepCopy()
+			delete(ec.Annotations, stewardv1.AnnotationRecoverQuorum)
+			if err := r.Client.Patch(ctx, ec, client.MergeFrom(base)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// discardMember drops a member the recovery left behind: its PVC is detached from the cluster and
+// kept (labelled with where it came from); its Pod is already fenced; the EtcdMember goes.
+func (r *EtcdClusterReconciler) discardMember(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, name string) error {
+	m := o.members[name]
+	if m == nil {
+		return nil
+	}
+	if pvc := o.pvcs[resources.PVCName(name)]; pvc != nil {
+		base := pvc.DeepCopy()
+		delete(pvc.Labels, resources.LabelCluster)
+		pvc.Labels[LabelDiscardedFrom] = ec.Name
+		pvc.Labels[LabelDiscardedOrdinal] = strconv.Itoa(int(m.Spec.Ordinal))
+		delete(pvc.Annotations, AnnotationClusterUID)
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[AnnotationDiscardedAt] = r.now().UTC().Format("2006-01-02T15:04:05Z")
+		pvc.OwnerReferences = nil
+		if err := r.Client.Patch(ctx, pvc, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("detaching %s's PVC: %w", name, err)
+		}
+	}
+	if controllerutil.ContainsFinalizer(m, MemberFinalizer) {
+		if err := r.removeFinalizer(ctx, m); err != nil {
+			return err
+		}
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, m))
+}
+
+// reservedOrdinals are the ordinals of PVCs a recovery detached from this cluster: a new member
+// taking one would find the stale PVC under its name.
+func reservedOrdinals(ctx context.Context, kube client.Reader, ec *stewardv1.EtcdCluster) ([]int32, error) {
+	var pvcs corev1.PersistentVolumeClaimList
+	if err := kube.List(ctx, &pvcs, client.InNamespace(ec.Namespace), client.MatchingLabels{LabelDiscardedFrom: ec.Name}); err != nil {
+		return nil, err
+	}
+	var out []int32
+	for _, p := range pvcs.Items {
+		if n, err := strconv.Atoi(p.Labels[LabelDiscardedOrdinal]); err == nil {
+			out = append(out, int32(n))
+		}
+	}
+	return out, nil
+}
