@@ -1,0 +1,110 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/controller"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// TestQuorumLossRecovery (issue 12): two of three PVC members lose their Pods and PVCs. Status
+// shows the recovery plan naming the survivor; a human triggers it with the annotation; the
+// cluster is Available again at 3 members with every write acknowledged before the loss, and
+// clients work.
+func TestQuorumLossRecovery(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "web", 3, "")
+	c := clientFor(t, ns, "web")
+	keys := putMany(t, c, "/before/", 1000)
+	waitSettled(t, ns, "web", 3, time.Minute) // every member applied them
+
+	survivor := leader(t, ns, "web")
+	var lost []string
+	for _, n := range []string{"web-0", "web-1", "web-2"} {
+		if n != survivor {
+			lost = append(lost, n)
+		}
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pods := memberPods(t, ns, "web")
+	for _, n := range lost {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PVCName(n)}, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Client.Delete(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Client.Delete(ctx, pods[n], client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var plan *stewardv1.QuorumRecoveryPlan
+	f.WaitFor(t, ns, "a recovery plan naming "+survivor, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "web")
+		if err != nil {
+			return false, err
+		}
+		if qr := ec.Status.QuorumRecovery; qr != nil && qr.Plan != nil {
+			plan = qr.Plan
+		}
+		c := meta.FindStatusCondition(ec.Status.Conditions, "QuorumRecovery")
+		return plan != nil && plan.Survivor == survivor && c != nil && c.Reason == "QuorumLost", fmt.Errorf("plan %+v; %s", plan, condition(ec, "QuorumRecovery"))
+	})
+	t.Logf("plan: %+v", *plan)
+	measure(t, "quorum loss to recovery plan", time.Since(start))
+
+	triggered := time.Now()
+	annotateCluster(t, ns, "web", stewardv1.AnnotationRecoverQuorum, "auto")
+	waitSettled(t, ns, "web", 3, 6*time.Minute)
+	measure(t, "quorum recovery: trigger to settled at 3 members", time.Since(triggered))
+
+	ec, err := get(context.Background(), ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr := ec.Status.QuorumRecovery
+	if qr == nil || qr.Last == nil || qr.Last.Survivor != survivor || qr.InProgress != nil || qr.Plan != nil {
+		t.Errorf("status.quorumRecovery = %+v, want the last recovery from %s and nothing in progress", qr, survivor)
+	}
+	if _, ok := ec.Annotations[stewardv1.AnnotationRecoverQuorum]; ok {
+		t.Error("the trigger annotation was not removed after the recovery")
+	}
+	checkData(t, clientFor(t, ns, "web"), "/before/", keys)
+	if _, err := clientFor(t, ns, "web").Put(context.Background(), "/after", "ok"); err != nil {
+		t.Errorf("a write after the recovery: %v", err)
+	}
+	var detached corev1.PersistentVolumeClaimList
+	if err := f.Client.List(context.Background(), &detached, client.InNamespace(ns),
+		client.MatchingLabels{controller.LabelDiscardedFrom: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("detached PVCs kept: %d (the fault deleted the lost members' PVCs)", len(detached.Items))
+	if moves := eventsWith(t, ns, "web", "StartRecovery"); len(moves) != 1 || !strings.Contains(moves[0], survivor) {
+		t.Errorf("StartRecovery events %q", moves)
+	}
+}
+
+func annotateCluster(t *testing.T, ns, name, key, value string) {
+	t.Helper()
+	update(t, ns, name, func(ec *stewardv1.EtcdCluster) {
+		if ec.Annotations == nil {
+			ec.Annotations = map[string]string{}
+		}
+		ec.Annotations[key] = value
+	})
+}
