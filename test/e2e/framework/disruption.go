@@ -99,7 +99,9 @@ func (m *Monitor) sample(ctx context.Context) Sample {
 }
 
 // memberList asks any Ready member (linearizable in 3.5+, so it also fails without
-// quorum). One retry absorbs a request that hit a member just as it was killed.
+// quorum). Three tries of a second each (the client rotates endpoints) absorb a request that
+// hit a member just as it was killed, and a slow answer on CI's loaded cores: half a second
+// twice once counted a cluster with two members serving as having lost quorum.
 func (m *Monitor) memberList(ctx context.Context, endpoints []string) ([]MemberObservation, error) {
 	if len(endpoints) == 0 {
 		return nil, errNoEndpoints
@@ -114,8 +116,8 @@ func (m *Monitor) memberList(ctx context.Context, endpoints []string) ([]MemberO
 		m.client.SetEndpoints(endpoints...)
 	}
 	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	for attempt := 0; attempt < 3; attempt++ {
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
 		var resp *clientv3.MemberListResponse
 		resp, err = m.client.MemberList(lctx)
 		cancel()
