@@ -65,7 +65,7 @@ type EtcdOptions struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9][a-z0-9.-]*$') && size(k) <= 128)",message="spec.options.extraArgs keys must be etcd flag names without leading dashes, in lower case, such as log-outputs"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name','data-dir','wal-dir','initial-cluster','initial-cluster-state','initial-cluster-token','initial-advertise-peer-urls','advertise-client-urls','listen-client-urls','listen-client-http-urls','listen-peer-urls','listen-metrics-urls','cert-file','key-file','trusted-ca-file','client-cert-auth','auto-tls','peer-cert-file','peer-key-file','peer-trusted-ca-file','peer-client-cert-auth','peer-auto-tls','peer-cert-allowed-hostname','peer-cert-allowed-cn','peer-skip-client-san-verification','experimental-peer-skip-client-san-verification','discovery','discovery-srv','discovery-token','discovery-endpoints','force-new-cluster','config-file']))",message="spec.options.extraArgs cannot set flags Steward owns: name, data-dir, wal-dir, initial-cluster*, listen-* and advertise-* URLs, TLS files (cert-file, key-file, trusted-ca-file, client-cert-auth, auto-tls and their peer- forms), the peer-port restriction (peer-cert-allowed-hostname, peer-cert-allowed-cn, [experimental-]peer-skip-client-san-verification), discovery*, force-new-cluster, config-file"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['name','data-dir','wal-dir','initial-cluster','initial-cluster-state','initial-cluster-token','initial-advertise-peer-urls','advertise-client-urls','listen-client-urls','listen-client-http-urls','listen-peer-urls','listen-metrics-urls','cert-file','key-file','trusted-ca-file','client-cert-auth','auto-tls','peer-cert-file','peer-key-file','peer-trusted-ca-file','peer-client-cert-auth','peer-auto-tls','peer-cert-allowed-hostname','peer-cert-allowed-cn','peer-skip-client-san-verification','experimental-peer-skip-client-san-verification','discovery','discovery-srv','discovery-token','discovery-endpoints','force-new-cluster','config-file','corrupt-check-time','experimental-corrupt-check-time','experimental-initial-corrupt-check']))",message="spec.options.extraArgs cannot set flags Steward owns: name, data-dir, wal-dir, initial-cluster*, listen-* and advertise-* URLs, TLS files (cert-file, key-file, trusted-ca-file, client-cert-auth, auto-tls and their peer- forms), the peer-port restriction (peer-cert-allowed-hostname, peer-cert-allowed-cn, [experimental-]peer-skip-client-san-verification), discovery*, force-new-cluster, config-file, the corruption checks ([experimental-]corrupt-check-time, experimental-initial-corrupt-check)"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['quota-backend-bytes','auto-compaction-mode','auto-compaction-retention','snapshot-count','heartbeat-interval','election-timeout','max-request-bytes','log-level']))",message="spec.options.extraArgs cannot set a flag that has a typed field: use spec.options (quotaBackendBytes, autoCompactionMode, autoCompactionRetention, snapshotCount, heartbeatIntervalMillis, electionTimeoutMillis, maxRequestBytes, logLevel)"
 	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
 }
@@ -74,7 +74,8 @@ type EtcdOptions struct {
 // not set them, since etcd takes a flag's last occurrence and extraArgs come last. It holds every
 // flag resources.Args emits in any configuration (internal/resources proves it against a real
 // apiserver), plus flags that would undo one of them (wal-dir, auto-tls, peer-cert-allowed-cn,
-// discovery*, force-new-cluster, config-file). The CRD's CEL rule carries the same list;
+// discovery*, force-new-cluster, config-file). feature-gates is not owned: Steward merges its
+// InitialCorruptCheck gate into the user's value. The CRD's CEL rule carries the same list;
 // flags_test.go keeps the two equal.
 var OwnedFlags = []string{
 	"name", "data-dir", "wal-dir", "initial-cluster", "initial-cluster-state", "initial-cluster-token",
@@ -85,6 +86,7 @@ var OwnedFlags = []string{
 	"peer-cert-allowed-hostname", "peer-cert-allowed-cn", "peer-skip-client-san-verification",
 	"experimental-peer-skip-client-san-verification", "discovery", "discovery-srv",
 	"discovery-token", "discovery-endpoints", "force-new-cluster", "config-file",
+	"corrupt-check-time", "experimental-corrupt-check-time", "experimental-initial-corrupt-check",
 }
 
 // TypedFlags are the etcd flags with a typed field in EtcdOptions; extraArgs may not set them.

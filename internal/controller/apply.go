@@ -129,7 +129,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	case plan.Compact:
 		return r.compact(ctx, ec, o, a)
 	case plan.DisarmAlarm:
-		return r.disarmNoSpace(ctx, ec, o)
+		return r.disarm(ctx, ec, o, a)
 	case plan.PatchPodMetadata:
 		return r.patchPodMetadata(ctx, ec, o, m)
 	case plan.ExpandPVC:

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,13 +129,14 @@ func (r *EtcdClusterReconciler) compact(ctx context.Context, ec *stewardv1.EtcdC
 	return nil
 }
 
-// disarmNoSpace disarms every NOSPACE alarm (one per member that raised it).
-func (r *EtcdClusterReconciler) disarmNoSpace(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) error {
+// disarm disarms every alarm of the action's type (one per member that raised it).
+func (r *EtcdClusterReconciler) disarm(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, a plan.Action) error {
 	if o.client == nil {
-		return errors.New("no etcd client to disarm NOSPACE")
+		return errors.New("no etcd client to disarm an alarm")
 	}
+	typ := cmp.Or(a.Alarm, health.AlarmNoSpace)
 	for _, al := range o.facts.Etcd.Alarms {
-		if al.Type == health.AlarmNoSpace {
+		if al.Type == typ {
 			if err := o.client.DisarmAlarm(ctx, al.MemberID, al.Type); err != nil {
 				return err
 			}

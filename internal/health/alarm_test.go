@@ -41,3 +41,20 @@ func TestGateAllowNoSpace(t *testing.T) {
 		t.Errorf("CORRUPT with AllowNoSpace: %v", r)
 	}
 }
+
+// Replacing a member etcd found corrupt: the gate lets that member's CORRUPT alarm pass, and
+// nothing else.
+func TestGateAllowCorruptOn(t *testing.T) {
+	f, voters := healthy(3)
+	f.Alarms = []Alarm{{2, AlarmCorrupt}}
+	if r := Gate(f, Expectation{Voters: voters, AllowCorruptOn: 2}); !r.Passed() {
+		t.Errorf("CORRUPT on the member being replaced: %v", r)
+	}
+	if r := Gate(f, Expectation{Voters: voters, AllowCorruptOn: 3}); r.Check != CheckAlarm {
+		t.Errorf("CORRUPT on another member: %v", r)
+	}
+	f.Alarms = append(f.Alarms, Alarm{2, AlarmNoSpace})
+	if r := Gate(f, Expectation{Voters: voters, AllowCorruptOn: 2}); r.Check != CheckAlarm {
+		t.Errorf("NOSPACE as well: %v", r)
+	}
+}

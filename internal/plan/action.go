@@ -70,7 +70,8 @@ const (
 	// Compact compacts etcd's history up to Revision (physically: it returns once applied) and
 	// records it in status.maintenance.lastCompaction with an Event. Repeating it is harmless.
 	Compact Kind = "Compact"
-	// DisarmAlarm disarms every active NOSPACE alarm and records status.maintenance.lastDisarm.
+	// DisarmAlarm disarms every active alarm of type Alarm (NOSPACE when empty) and records
+	// status.maintenance.lastDisarm.
 	DisarmAlarm Kind = "DisarmAlarm"
 	// StartRecovery writes status.quorumRecovery.inProgress (Recovery: survivor, stage Fencing,
 	// the members to discard): nothing is touched in this step.
@@ -109,6 +110,8 @@ type Action struct {
 	// records status.replacing with the phase, before the removal, and clears it once the member is
 	// Running again.
 	Replacing bool
+	// Alarm (DisarmAlarm) is the alarm type to disarm; "" means NOSPACE.
+	Alarm string
 	// Recovery (StartRecovery) is the recovery to record; Stage (RecoveryStep) its next stage.
 	Recovery *v1alpha1.QuorumRecoveryProgress
 	Stage    v1alpha1.QuorumRecoveryStage

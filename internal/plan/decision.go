@@ -80,6 +80,10 @@ const (
 	ReasonNoSpace          Reason = "RecoveringFromNoSpace"
 	ReasonNoSpaceRecovered Reason = "NoSpaceRecovered"
 	ReasonNoSpaceFull      Reason = "QuotaFullOfLiveData"
+	// CORRUPT: a member replaced for it, the alarm disarmed after, or a human needed.
+	ReasonCorrupt         Reason = "MemberCorrupt"
+	ReasonCorruptReplaced Reason = "CorruptMemberReplaced"
+	ReasonCorruptManual   Reason = "CorruptionNeedsHuman"
 	// Quorum-loss recovery.
 	ReasonRecoveringQuorum Reason = "RecoveringQuorum"
 	ReasonFencing          Reason = "FencingMember"

@@ -42,6 +42,7 @@ func (v *view) decide() Action {
 		v.defragInterrupted,
 		v.restore,
 		v.halfDone,
+		v.corruption,
 		v.adopt,
 		v.repair,
 		v.noSpace,

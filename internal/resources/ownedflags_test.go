@@ -81,7 +81,8 @@ func emittedFlags(t *testing.T) []string {
 // it (etcd takes the last occurrence of a flag, and extraArgs come last). The Go lists are checked
 // here and, since api must not import this package, the CRD's CEL rule against a real apiserver.
 func TestExtraArgsRefuseEveryEmittedFlag(t *testing.T) {
-	flags := emittedFlags(t)
+	// feature-gates is merged with the user's value, not owned (TestFeatureGatesMerged).
+	flags := slices.DeleteFunc(emittedFlags(t), func(f string) bool { return f == "feature-gates" })
 	for _, f := range flags {
 		if !slices.Contains(v1.OwnedFlags, f) && !slices.Contains(v1.TypedFlags, f) {
 			t.Errorf("Args emits --%s, which neither OwnedFlags nor TypedFlags lists", f)
@@ -109,5 +110,40 @@ func TestExtraArgsRefuseEveryEmittedFlag(t *testing.T) {
 		if !strings.Contains(err.Error(), "spec.options.extraArgs cannot set") {
 			t.Errorf("extraArgs {%s: x} refused for another reason: %v", f, err)
 		}
+	}
+}
+
+// etcd 3.6 put the startup corruption check behind --feature-gates: Steward's gate joins the
+// user's in one flag (etcd takes the last occurrence, so two flags would drop one).
+func TestFeatureGatesMerged(t *testing.T) {
+	for _, tc := range []struct {
+		version, user, want string
+	}{
+		{"3.6.16", "", "--feature-gates=InitialCorruptCheck=true"},
+		{"3.7.3", "StopGRPCServiceOnDefrag=true", "--feature-gates=StopGRPCServiceOnDefrag=true,InitialCorruptCheck=true"},
+	} {
+		ec := &v1.EtcdCluster{Spec: v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{Version: tc.version}}}
+		if tc.user != "" {
+			ec.Spec.Options.ExtraArgs = map[string]string{"feature-gates": tc.user}
+		}
+		args := resources.Args(resources.Member{Cluster: ec, Name: "m-0", Template: &ec.Spec.MemberTemplate})
+		var gates []string
+		for _, a := range args {
+			if strings.HasPrefix(a, "--feature-gates=") {
+				gates = append(gates, a)
+			}
+		}
+		if len(gates) != 1 || gates[0] != tc.want {
+			t.Errorf("%s with %q: %v, want [%s]", tc.version, tc.user, gates, tc.want)
+		}
+		if !slices.Contains(args, "--corrupt-check-time="+resources.CorruptCheckTime) {
+			t.Errorf("%s: no periodic corruption check in %v", tc.version, args)
+		}
+	}
+	ec := &v1.EtcdCluster{Spec: v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{Version: "3.5.35",
+		Options: v1.EtcdOptions{ExtraArgs: map[string]string{"feature-gates": "X=true"}}}}}
+	args := resources.Args(resources.Member{Cluster: ec, Name: "m-0", Template: &ec.Spec.MemberTemplate})
+	if !slices.Contains(args, "--experimental-initial-corrupt-check=true") || !slices.Contains(args, "--feature-gates=X=true") {
+		t.Errorf("3.5: %v", args)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -215,10 +216,32 @@ func Args(m Member) []string {
 		}
 	}
 	args = append(args, optionArgs(&t.Options)...)
+	args = append(args, corruptionArgs(t)...)
 	for _, k := range slices.Sorted(maps.Keys(t.Options.ExtraArgs)) {
+		if k == "feature-gates" && !upTo35(t.Version) {
+			continue // merged into corruptionArgs' --feature-gates
+		}
 		args = append(args, "--"+k+"="+t.Options.ExtraArgs[k])
 	}
 	return args
+}
+
+// CorruptCheckTime is how often the leader compares every member's hash of the keyspace; a
+// mismatch raises CORRUPT, which Steward answers by replacing the odd member.
+const CorruptCheckTime = "5m0s"
+
+// corruptionArgs turn on etcd's corruption checks: at startup (a member whose data differs from
+// the cluster's refuses to serve) and periodically. 3.6 moved the startup check behind a feature
+// gate, which is merged with the user's own --feature-gates.
+func corruptionArgs(t *stewardv1.MemberTemplate) []string {
+	if upTo35(t.Version) {
+		return []string{"--experimental-initial-corrupt-check=true", "--experimental-corrupt-check-time=" + CorruptCheckTime}
+	}
+	gates := "InitialCorruptCheck=true"
+	if user := strings.TrimSpace(t.Options.ExtraArgs["feature-gates"]); user != "" {
+		gates = user + "," + gates
+	}
+	return []string{"--corrupt-check-time=" + CorruptCheckTime, "--feature-gates=" + gates}
 }
 
 // operatorCA says whether Steward's own CA signs the cluster's certificates.
