@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
