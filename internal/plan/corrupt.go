@@ -43,6 +43,10 @@ func (v *view) corruption() (Action, bool) {
 	}
 	g := health.Gate(v.f.Etcd, health.Expectation{Voters: v.expectedVoters(), Skip: []string{bad.Name},
 		Tolerance: v.lim.AppliedIndexTolerance, AllowCorruptOn: ids[0]})
+	if g.Check == health.CheckAlarm {
+		return wait(ReasonCorruptManual, "CORRUPT raised on %s while other alarms stand (%s): Steward replaces a corrupt member only "+
+			"when CORRUPT on it is the only alarm", bad.Name, v.f.Etcd.AlarmMessage()), true
+	}
 	if !g.Passed() {
 		return wait(ReasonCorruptManual, "CORRUPT raised on %s, but the other members are not all healthy and caught up "+
 			"(%s): Steward replaces a corrupt member only while the others agree; check `etcdctl endpoint hashkv --cluster`", bad.Name, g), true

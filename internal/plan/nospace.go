@@ -54,15 +54,27 @@ func (v *view) noSpace() (Action, bool) {
 	return v.noSpaceCompact(voters), true
 }
 
+func (v *view) notDefragmentedSinceCompaction(m *memberView) bool {
+	s := v.f.Cluster.Status.Maintenance
+	if s == nil || s.LastCompaction == nil {
+		return false
+	}
+	d := m.Defrag
+	return d == nil || d.LastSucceeded == nil || d.LastSucceeded.Before(&s.LastCompaction.Time)
+}
+
 func fitsQuota(m *memberView) bool { return m.ep.DBSize*100 < NoSpaceFitPercent*quota(m) }
 
-// noSpaceDefragOrder: members whose file has at least 1 MiB and 5% of free pages, followers first,
-// the most to gain first; failing members wait their backoff.
+// noSpaceDefragOrder: members whose file has at least 1 MiB and 5% of free pages, and every member
+// not defragmented since Steward's last compaction, followers first, the most to gain first;
+// failing members wait their backoff. The second group matters because a compaction's pages stay
+// "pending" in bbolt (not counted free) until a later write transaction releases them, and NOSPACE
+// refuses every write: dbSizeInUse does not drop on a member until it is defragmented.
 func (v *view) noSpaceDefragOrder(voters []*memberView) []*memberView {
 	var out []*memberView
 	for _, m := range voters {
 		free := m.ep.DBSize - m.ep.DBSizeInUse
-		if free >= 1<<20 && free*20 >= m.ep.DBSize && !v.defragBackingOff(m) {
+		if (free >= 1<<20 && free*20 >= m.ep.DBSize || v.notDefragmentedSinceCompaction(m)) && !v.defragBackingOff(m) {
 			out = append(out, m)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -30,9 +31,15 @@ func head(rev int64) func(f *Facts) {
 	}
 }
 
+// compactedTo records Steward's last compaction, long before every member's last defragmentation.
 func compactedTo(rev int64) func(f *Facts) {
 	return func(f *Facts) {
-		f.Cluster.Status.Maintenance = &v1alpha1.MaintenanceStatus{LastCompaction: &v1alpha1.CompactionRecord{Revision: rev}}
+		f.Cluster.Status.Maintenance = &v1alpha1.MaintenanceStatus{LastCompaction: &v1alpha1.CompactionRecord{Revision: rev,
+			Time: metav1.NewTime(f.Now.Add(-time.Hour))}}
+		for _, n := range []string{"c-0", "c-1", "c-2"} {
+			at := metav1.NewTime(f.Now.Add(-30 * time.Minute))
+			f.m(n).Defrag = &v1alpha1.MemberDefragmentation{LastSucceeded: &at}
+		}
 	}
 }
 
@@ -58,6 +65,12 @@ func TestPlanNoSpace(t *testing.T) {
 			want: want{kind: DisarmAlarm, reason: ReasonNoSpaceRecovered, message: "every member's file is under 80% of its quota"}},
 		{name: "one file still at 80%: no disarm", mutate: all(full, sizes("c-0", 79, 79), sizes("c-1", 80, 79.0), sizes("c-2", 79, 79)),
 			want: want{kind: Compact}},
+		{name: "after a compaction every member is defragmented, whatever its free pages say (bbolt keeps them pending while writes are refused)",
+			mutate: all(full, compactedTo(49_000), func(f *Facts) {
+				f.Cluster.Status.Maintenance.LastCompaction.Time = metav1.NewTime(f.Now.Add(-time.Minute))
+				lastDefrag("c-2", v1alpha1.DefragmentationSucceeded, 30*time.Second, 0)(f)
+			}),
+			want: want{kind: Defragment, member: "c-1", reason: ReasonNoSpace, disruption: disruption.Defragment}},
 		{name: "keeping 1000 was not enough: compact to the head", mutate: all(full, compactedTo(49_000)),
 			want: want{kind: Compact, message: "up to revision 50000 of 50000"}},
 		{name: "compacted to the head and still full: only the user can help", mutate: all(full, compactedTo(50_000)),
@@ -73,7 +86,7 @@ func TestPlanNoSpace(t *testing.T) {
 		}), want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "NOSPACE alarm raised"}},
 		{name: "CORRUPT as well: nothing is compacted or disarmed", mutate: all(full, func(f *Facts) {
 			f.Etcd.Alarms = append(f.Etcd.Alarms, health.Alarm{MemberID: f.live("c-2").ID, Type: health.AlarmCorrupt})
-		}), want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		}), want: want{kind: Wait, reason: ReasonCorruptManual, message: "while other alarms stand"}},
 		{name: "a member down is repaired first", mutate: all(full, func(f *Facts) { f.podGone("c-2") }),
 			want: want{kind: CreatePod, member: "c-2"}},
 		{name: "a member that does not answer holds the recovery", mutate: all(full, func(f *Facts) { f.silence("c-2") }),
