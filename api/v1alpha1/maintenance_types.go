@@ -147,6 +147,11 @@ type MemberDefragmentation struct {
 	// its periods from it.
 	// +optional
 	LastSucceeded *metav1.Time `json:"lastSucceeded,omitempty"`
+	// afterCompaction is the revision of Steward's latest compaction (status.maintenance.
+	// lastCompaction) when this member was last defragmented successfully: a member not
+	// defragmented since a compaction is, during a NOSPACE recovery.
+	// +optional
+	AfterCompaction int64 `json:"afterCompaction,omitempty"`
 	// consecutiveFailures counts failed defragmentations since the last success; at 3 the
 	// cluster is Degraded.
 	// +optional

@@ -56,6 +56,9 @@ func (r *EtcdClusterReconciler) defragment(ctx context.Context, ec *stewardv1.Et
 		d.StartedAt, d.StartedTrigger, d.StartedSize, d.Last = nil, "", nil, &res
 		if err == nil {
 			d.LastSucceeded, d.ConsecutiveFailures = &res.Time, 0
+			if m := ec.Status.Maintenance; m != nil && m.LastCompaction != nil {
+				d.AfterCompaction = m.LastCompaction.Revision
+			}
 		} else {
 			d.ConsecutiveFailures++
 		}

@@ -59,8 +59,9 @@ func (v *view) notDefragmentedSinceCompaction(m *memberView) bool {
 	if s == nil || s.LastCompaction == nil {
 		return false
 	}
-	d := m.Defrag
-	return d == nil || d.LastSucceeded == nil || d.LastSucceeded.Before(&s.LastCompaction.Time)
+	// Revisions, not times: status times have second precision, and a compaction and the
+	// defragmentations around it fall in the same second.
+	return m.Defrag == nil || m.Defrag.AfterCompaction < s.LastCompaction.Revision
 }
 
 func fitsQuota(m *memberView) bool { return m.ep.DBSize*100 < NoSpaceFitPercent*quota(m) }

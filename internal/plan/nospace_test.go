@@ -31,14 +31,13 @@ func head(rev int64) func(f *Facts) {
 	}
 }
 
-// compactedTo records Steward's last compaction, long before every member's last defragmentation.
+// compactedTo records Steward's last compaction, and every member defragmented since.
 func compactedTo(rev int64) func(f *Facts) {
 	return func(f *Facts) {
 		f.Cluster.Status.Maintenance = &v1alpha1.MaintenanceStatus{LastCompaction: &v1alpha1.CompactionRecord{Revision: rev,
 			Time: metav1.NewTime(f.Now.Add(-time.Hour))}}
 		for _, n := range []string{"c-0", "c-1", "c-2"} {
-			at := metav1.NewTime(f.Now.Add(-30 * time.Minute))
-			f.m(n).Defrag = &v1alpha1.MemberDefragmentation{LastSucceeded: &at}
+			f.m(n).Defrag = &v1alpha1.MemberDefragmentation{AfterCompaction: rev}
 		}
 	}
 }
@@ -67,8 +66,7 @@ func TestPlanNoSpace(t *testing.T) {
 			want: want{kind: Compact}},
 		{name: "after a compaction every member is defragmented, whatever its free pages say (bbolt keeps them pending while writes are refused)",
 			mutate: all(full, compactedTo(49_000), func(f *Facts) {
-				f.Cluster.Status.Maintenance.LastCompaction.Time = metav1.NewTime(f.Now.Add(-time.Minute))
-				lastDefrag("c-2", v1alpha1.DefragmentationSucceeded, 30*time.Second, 0)(f)
+				f.m("c-0").Defrag.AfterCompaction, f.m("c-1").Defrag.AfterCompaction = 1000, 1000
 			}),
 			want: want{kind: Defragment, member: "c-1", reason: ReasonNoSpace, disruption: disruption.Defragment}},
 		{name: "keeping 1000 was not enough: compact to the head", mutate: all(full, compactedTo(49_000)),
