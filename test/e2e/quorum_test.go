@@ -68,6 +68,12 @@ func TestQuorumLossRecovery(t *testing.T) {
 	t.Logf("plan: %+v", *plan)
 	measure(t, "quorum loss to recovery plan", time.Since(start))
 
+	// Bad input first: a member that does not exist is refused with a condition, nothing touched.
+	before := uids(t, ns, "web")
+	annotateCluster(t, ns, "web", stewardv1.AnnotationRecoverQuorum, "web-9")
+	waitRecoveryCondition(t, ns, "web", "QuorumRecoveryRefused", `no member is named "web-9"`)
+	assertPodsUntouched(t, ns, "web", before, "a refused recovery must not touch a Pod")
+
 	triggered := time.Now()
 	annotateCluster(t, ns, "web", stewardv1.AnnotationRecoverQuorum, "auto")
 	waitSettled(t, ns, "web", 3, 6*time.Minute)
@@ -97,6 +103,47 @@ func TestQuorumLossRecovery(t *testing.T) {
 	if moves := eventsWith(t, ns, "web", "StartRecovery"); len(moves) != 1 || !strings.Contains(moves[0], survivor) {
 		t.Errorf("StartRecovery events %q", moves)
 	}
+
+	// On a healthy cluster the annotation is ignored, with a condition saying so.
+	before = uids(t, ns, "web")
+	annotateCluster(t, ns, "web", stewardv1.AnnotationRecoverQuorum, "auto")
+	waitRecoveryCondition(t, ns, "web", "QuorumRecoveryNotNeeded", "quorum is healthy")
+	assertPodsUntouched(t, ns, "web", before, "a recovery asked of a healthy cluster must not touch a Pod")
+}
+
+// TestQuorumLossMemoryRefused: a memory cluster that lost quorum has no survivor whose data
+// outlives a restart; the trigger is refused with a condition and nothing is touched.
+func TestQuorumLossMemoryRefused(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "mem", 3, stewardv1.StorageMediumMemory)
+	pods := memberPods(t, ns, "mem")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, n := range []string{"mem-1", "mem-2"} {
+		if err := f.Client.Delete(ctx, pods[n], client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRecoveryCondition(t, ns, "mem", "QuorumRecoveryRefused", "storage is Memory")
+	survivor := memberPods(t, ns, "mem")["mem-0"]
+	annotateCluster(t, ns, "mem", stewardv1.AnnotationRecoverQuorum, "auto")
+	waitRecoveryCondition(t, ns, "mem", "QuorumRecoveryRefused", "restore from a backup")
+	time.Sleep(5 * time.Second)
+	if now := memberPods(t, ns, "mem")["mem-0"]; now == nil || now.UID != survivor.UID {
+		t.Errorf("the memory survivor's Pod was touched: it held the only copy of the data")
+	}
+}
+
+func waitRecoveryCondition(t *testing.T, ns, name, reason, message string) {
+	t.Helper()
+	f.WaitFor(t, ns, "QuorumRecovery="+reason, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(ec.Status.Conditions, "QuorumRecovery")
+		return c != nil && c.Reason == reason && strings.Contains(c.Message, message), fmt.Errorf("%s", condition(ec, "QuorumRecovery"))
+	})
 }
 
 func annotateCluster(t *testing.T, ns, name, key, value string) {
