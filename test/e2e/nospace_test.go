@@ -57,14 +57,21 @@ func TestNOSPACERecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := ec.Status.Maintenance; m == nil || m.LastCompaction == nil || m.LastDisarm == nil {
-		t.Errorf("status.maintenance = %+v, want the compaction and the disarm recorded", m)
-	} else {
-		t.Logf("compaction: %+v", *m.LastCompaction)
-	}
+	// Whether defragmenting alone frees enough depends on how bbolt laid out the pages (free pages
+	// were 3.5-4 MiB of the 16 in runs so far, against the 3.2 MiB needed): both paths are right.
 	compactions, disarms := eventsWith(t, ns, "db", "Compact"), eventsWith(t, ns, "db", "DisarmAlarm")
-	if len(compactions) == 0 || !strings.Contains(compactions[0], "up to revision") || len(disarms) == 0 {
-		t.Errorf("Events: Compact %q, DisarmAlarm %q; want the compaction (naming its revision) and the disarm", compactions, disarms)
+	m := ec.Status.Maintenance
+	switch {
+	case m == nil || m.LastDisarm == nil || len(disarms) == 0:
+		t.Errorf("status.maintenance = %+v, DisarmAlarm events %q: want the disarm recorded", m, disarms)
+	case m.LastCompaction != nil:
+		if len(compactions) == 0 || !strings.Contains(compactions[0], "up to revision") {
+			t.Errorf("compacted (%+v) but the Compact events %q do not name the revision", *m.LastCompaction, compactions)
+		}
+		t.Logf("MEASURE NOSPACE recovery path: defragment, compact to %d (head %d), defragment, disarm",
+			m.LastCompaction.Revision, m.LastCompaction.HeadRevision)
+	default:
+		t.Logf("MEASURE NOSPACE recovery path: defragment, disarm (no compaction needed)")
 	}
 	defrags := eventsWith(t, ns, "db", "Defragmented")
 	t.Logf("defragmentations: %q", defrags)
