@@ -208,3 +208,6 @@ func (c *Cluster) RaiseAlarm(ctx context.Context, m *Member, alarm string) strin
 	}
 	return st.Version
 }
+
+// DataDir is the member's --data-dir.
+func (m *Member) DataDir() string { return m.dir }
