@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -109,6 +110,47 @@ func TestQuorumLossRecovery(t *testing.T) {
 	annotateCluster(t, ns, "web", stewardv1.AnnotationRecoverQuorum, "auto")
 	waitRecoveryCondition(t, ns, "web", "QuorumRecoveryNotNeeded", "quorum is healthy")
 	assertPodsUntouched(t, ns, "web", before, "a recovery asked of a healthy cluster must not touch a Pod")
+}
+
+// TestQuorumLossAutomatic: with spec.quorumLoss Automatic the plan runs by itself once quorum has
+// been lost for afterSeconds.
+func TestQuorumLossAutomatic(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "auto", 3, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptr.To[int32](30)}
+	})
+	keys := putMany(t, clientFor(t, ns, "auto"), "/auto/", 200)
+	waitSettled(t, ns, "auto", 3, time.Minute)
+	survivor := leader(t, ns, "auto")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pods := memberPods(t, ns, "auto")
+	for n, p := range pods {
+		if n == survivor {
+			continue
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PVCName(n)}, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Client.Delete(ctx, pvc); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	waitSettled(t, ns, "auto", 3, 6*time.Minute)
+	measure(t, "quorum loss to settled at 3 members, Automatic after 30 s", time.Since(start))
+	ec, err := get(context.Background(), ns, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qr := ec.Status.QuorumRecovery; qr == nil || qr.Last == nil || qr.Last.Trigger != "Automatic" || qr.Last.Survivor != survivor {
+		t.Errorf("status.quorumRecovery = %+v, want the last recovery Automatic from %s", qr, survivor)
+	}
+	checkData(t, clientFor(t, ns, "auto"), "/auto/", keys)
 }
 
 // TestQuorumLossMemoryRefused: a memory cluster that lost quorum has no survivor whose data
