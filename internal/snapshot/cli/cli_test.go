@@ -59,6 +59,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"save", "--no-such-flag"}, "flag provided but not defined"},
 		{[]string{"fetch", "--volume-dir", vol, "--backup-key", "a"}, "--out is required"},
 		{[]string{"save", "extra"}, "unexpected arguments"},
+		{[]string{"restore", "--stage", vol}, "--snapshot, --stage, --data-dir and --name are required"},
 	} {
 		r := runCLI(t, nil, tc.args...)
 		if r.code != 2 || !strings.Contains(r.result["error"].(string), tc.want) {
@@ -66,7 +67,7 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := Main(context.Background(), []string{"restore"}, os.Getenv, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want save, fetch, verify or delete") {
+	if code := Main(context.Background(), []string{"explode"}, os.Getenv, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want save, fetch, verify, delete or restore") {
 		t.Errorf("unknown command: %d %s", code, stderr.String())
 	}
 }
