@@ -172,12 +172,13 @@ func TestRepairCrashLoop(t *testing.T) {
 	}
 	before := memberIDs(t, ns, "db")[victim]
 	m := monitor(t, ns, "db", func() []string { return memberNames("db", 3) })
-	// Remove the WAL under the running process and kill it: on restart etcd finds a data dir it
-	// cannot use and exits, again and again.
+	// Overwrite the backend under the running process and kill it: on restart etcd cannot open
+	// its database and exits, again and again. (The WAL stays: the data check passes, and this is
+	// the crash-loop path; TestRepairDataLost is the lost-data one.)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := f.Kubectl(ctx, "-n", ns, "exec", victim, "--", "sh", "-c",
-		"rm -rf "+resources.DataMountPath+"/data/member/wal && kill 1")
+		"echo garbage > "+resources.DataMountPath+"/data/member/snap/db && kill 1")
 	if err != nil && !strings.Contains(err.Error(), "exit code 137") && !strings.Contains(err.Error(), "terminated") {
 		t.Logf("exec (expected to end with the process): %v %s", err, out)
 	}
