@@ -1,7 +1,8 @@
 // Command steward is the Steward operator: it runs etcd clusters described by EtcdCluster objects.
 // `steward snapshot save|fetch|verify|delete` is the data path of backups (internal/snapshot/cli),
 // run in backup Jobs and restore init containers; `steward install-self <path>` copies the binary
-// into a volume shared with another image's container.
+// into a volume shared with another image's container; `steward member run-etcd` checks a member's
+// data directory in its etcd container and then execs etcd (internal/datacheck).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/etcd-steward/steward/internal/datacheck"
 	"github.com/etcd-steward/steward/internal/manager"
 	"github.com/etcd-steward/steward/internal/snapshot/cli"
 )
@@ -25,6 +27,10 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if len(os.Args) > 2 && os.Args[1] == "member" && os.Args[2] == "run-etcd" {
+		// In the etcd container: check the data directory, then become etcd.
+		os.Exit(datacheck.Main(os.Args[3:], os.Stderr, syscall.Exec))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
 		// SIGTERM (a deleted Job) cancels the upload, which aborts it: no half object remains.

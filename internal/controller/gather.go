@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/datacheck"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/health"
 	"github.com/etcd-steward/steward/internal/plan"
@@ -139,6 +140,10 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		out.BackOff = cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
 		if t := cs.LastTerminationState.Terminated; t != nil {
 			out.LastTerminationReason, out.LastTerminatedAt = t.Reason, t.FinishedAt.Time
+			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)
+		}
+		if t := cs.State.Terminated; t != nil && out.DataLost == "" {
+			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)
 		}
 	}
 	return out

@@ -123,6 +123,9 @@ type Pod struct {
 	// Template is the member template the Pod was built from (its annotation); nil when the Pod
 	// does not say (built by an older Steward), in which case the member's record stands for it.
 	Template *v1alpha1.MemberTemplate
+	// DataLost is the data check's verdict when the etcd container refused to start on its data
+	// directory (empty, or another member's; internal/datacheck); "" otherwise.
+	DataLost string
 	// ForceNewCluster: the Pod was built to start etcd with --force-new-cluster (a quorum
 	// recovery's survivor).
 	ForceNewCluster bool

@@ -328,3 +328,20 @@ func TestPlanHardeningRisks(t *testing.T) {
 		t.Errorf("a Pod stuck on a lost node is not progress: %+v", c)
 	}
 }
+
+// A member whose etcd refused its data directory (empty, or another member's) is replaced, never
+// restarted on it (issue 12, item 6).
+func TestPlanDataCheckFailed(t *testing.T) {
+	d := planFor(t, 3, "", func(f *Facts) {
+		f.m("c-2").Pod.DataLost = "Empty: /var/lib/etcd/data holds no etcd member"
+		f.m("c-2").Pod.Ready = false
+		f.silence("c-2")
+	})
+	checkAction(t, d, want{kind: RemoveMember, member: "c-2", reason: ReasonDataLost, disruption: disruption.Replace,
+		message: "its data directory fails the check (Empty"})
+	d = planFor(t, 3, "", func(f *Facts) {
+		f.m("c-0").Pod.DataLost = "Foreign: holds member 2's data, not 1's"
+		f.m("c-0").Pod.Ready = false
+	})
+	checkAction(t, d, want{kind: MoveLeader, member: "c-0", target: "c-1", reason: ReasonMovingLeader})
+}

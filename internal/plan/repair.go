@@ -46,6 +46,10 @@ func (v *view) repair() (Action, bool) {
 		switch {
 		case !m.Pod.Exists && (v.f.memory() || !m.PVC.Exists || m.PVC.Deleting):
 			return v.replace(m, ReasonDataLost, "its Pod is gone and its data with it")
+		case m.Pod.Exists && m.Pod.DataLost != "":
+			// Never started on it: an empty directory would rejoin under the old ID with no
+			// memory of its votes, another member's data would start as that member.
+			return v.replace(m, ReasonDataLost, "its data directory fails the check ("+m.Pod.DataLost+")")
 		case m.Pod.Failed && v.f.memory():
 			return v.replace(m, ReasonPodFailed, "its Pod failed and its data in memory with it")
 		case v.crashLooping(m):

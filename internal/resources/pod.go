@@ -33,6 +33,10 @@ type Bootstrap struct {
 	State          ClusterState
 	// ForceNewCluster starts etcd with --force-new-cluster: a quorum recovery's survivor, once.
 	ForceNewCluster bool
+	// MemberID (hex) the data directory must belong to, once etcd assigned one; ExpectData: the
+	// member ran before this Pod, so an empty directory is a loss (see internal/datacheck).
+	MemberID   string
+	ExpectData bool
 }
 
 // Member identifies the member a Pod is for.
@@ -46,6 +50,10 @@ type Member struct {
 	// Trust is the value of the trusted-CAs annotation: the trust bundle in the member's TLS
 	// Secret when the Pod is created, which is what its etcd will load.
 	Trust string
+	// ToolsImage is the Steward image: etcd then starts through `steward member run-etcd`, which
+	// refuses a data directory that is empty or another member's (internal/datacheck). "" starts
+	// etcd directly.
+	ToolsImage string
 }
 
 // TLS files in the member's Secret, mounted at TLSMountPath.
@@ -108,6 +116,9 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 			}},
 			Volumes: []corev1.Volume{dataVolume(m.Name, t)},
 		},
+	}
+	if m.ToolsImage != "" {
+		withDataCheck(pod, m)
 	}
 	pod.Annotations = withKey(pod.Annotations, AnnotationTemplate, templateAnnotation(t))
 	if m.Bootstrap.ForceNewCluster {

@@ -163,27 +163,36 @@ func role(leader bool) string {
 // replaces it (remove, wipe, add a fresh member) while the others keep quorum.
 func TestRepairCrashLoop(t *testing.T) {
 	t.Parallel()
+	// Overwrite the backend under the running process and kill it: on restart etcd cannot open
+	// its database and exits, again and again. (The WAL stays: the data check passes, and this is
+	// the crash-loop path; TestRepairDataLost is the lost-data one.) Five kubelet back-offs take
+	// about 5.5 minutes before the member counts as crash-looping.
+	breakAndReplace(t, "echo garbage > "+resources.DataMountPath+"/data/member/snap/db && kill 1",
+		"a crash-looping PVC member", 9*time.Minute)
+}
+
+// breakAndReplace runs a command in a follower's etcd container of a settled 3-member PVC cluster,
+// waits until the operator replaced that member (a new member ID, Ready) and the cluster settled,
+// and checks the data and that never more than the victim was down. It returns the namespace.
+func breakAndReplace(t *testing.T, command, what string, within time.Duration) string {
+	t.Helper()
 	ns := settledCluster(t, "db", 3, "")
 	cl := clientFor(t, ns, "db")
-	data := putData(t, cl, "/crash/", 20)
+	data := putData(t, cl, "/broken/", 20)
 	victim := "db-2"
 	if leader(t, ns, "db") == victim {
 		victim = "db-1"
 	}
 	before := memberIDs(t, ns, "db")[victim]
 	m := monitor(t, ns, "db", func() []string { return memberNames("db", 3) })
-	// Remove the WAL under the running process and kill it: on restart etcd finds a data dir it
-	// cannot use and exits, again and again.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := f.Kubectl(ctx, "-n", ns, "exec", victim, "--", "sh", "-c",
-		"rm -rf "+resources.DataMountPath+"/data/member/wal && kill 1")
+	out, err := f.Kubectl(ctx, "-n", ns, "exec", victim, "--", "sh", "-c", command)
 	if err != nil && !strings.Contains(err.Error(), "exit code 137") && !strings.Contains(err.Error(), "terminated") {
 		t.Logf("exec (expected to end with the process): %v %s", err, out)
 	}
 	start := time.Now()
-	// Five kubelet back-offs take about 5.5 minutes before the member counts as crash-looping.
-	f.WaitFor(t, ns, victim+" replaced with a new member ID", 9*time.Minute, func(ctx context.Context) (bool, error) {
+	f.WaitFor(t, ns, victim+" replaced with a new member ID", within, func(ctx context.Context) (bool, error) {
 		ec, err := get(ctx, ns, "db")
 		if err != nil {
 			return false, err
@@ -196,10 +205,11 @@ func TestRepairCrashLoop(t *testing.T) {
 		return false, fmt.Errorf("%s: %s", condition(ec, "Degraded"), condition(ec, "Progressing"))
 	})
 	waitSettled(t, ns, "db", 3, 3*time.Minute)
-	measure(t, "replace a crash-looping PVC member", time.Since(start))
-	checkData(t, cl, "/crash/", data)
+	measure(t, "replace "+what, time.Since(start))
+	checkData(t, cl, "/broken/", data)
 	// The victim was down by the test's hand; the operator's replacement is the same member.
 	assertMaxUnavailable(t, m, 1)
+	return ns
 }
 
 // TestDormant scales a PVC cluster to 0 and back: Pods go, data stays.

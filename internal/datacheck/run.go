@@ -1,0 +1,115 @@
+package datacheck
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ExitDataLost is the etcd container's exit code when its data directory fails the check; the
+// termination message starts with MessagePrefix.
+const (
+	ExitDataLost  = 3
+	MessagePrefix = "steward datacheck: "
+)
+
+// RunOptions are `steward member run-etcd`'s flags.
+type RunOptions struct {
+	DataDir string
+	// MemberID (hex) the data must belong to; "" before etcd assigned one (a bootstrapping seed).
+	MemberID string
+	// ExpectData: the member had data before this Pod (it ran as a voter), so an empty directory
+	// on the first start is a loss too, not a fresh member.
+	ExpectData bool
+	// Marker is a file in a volume that lives as long as the Pod: present after the first start,
+	// so a container restarted in place needs its data whatever ExpectData says.
+	Marker string
+	// TerminationLog receives the verdict when the check fails.
+	TerminationLog string
+}
+
+// Decide says whether etcd may start on dataDir: nil, or why not.
+func Decide(o RunOptions) error {
+	var want uint64
+	if o.MemberID != "" {
+		id, err := strconv.ParseUint(o.MemberID, 16, 64)
+		if err != nil {
+			return fmt.Errorf("bad --member-id %q: %w", o.MemberID, err)
+		}
+		want = id
+	}
+	r, err := Check(o.DataDir, want)
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(o.Marker)
+	started := o.Marker != "" && statErr == nil
+	switch {
+	case r.Verdict == Foreign:
+		return verdict(r)
+	case r.Verdict == Empty && started:
+		return verdict(Result{Verdict: Empty, Message: r.Message + " (this Pod's etcd ran before: the directory was emptied under it)"})
+	case r.Verdict == Empty && o.ExpectData:
+		return verdict(r)
+	}
+	return nil
+}
+
+// Verdict is a failed check.
+type Verdict struct{ Result Result }
+
+func (v *Verdict) Error() string { return v.Result.Verdict + ": " + v.Result.Message }
+
+func verdict(r Result) error { return &Verdict{Result: r} }
+
+// Main runs `steward member run-etcd [flags] -- etcd [args]`: the check, then exec of etcd (the
+// wrapper's process becomes etcd's: same PID, signals and exit code). Returns only on failure.
+func Main(args []string, stderr io.Writer, exec func(argv0 string, argv, env []string) error) int {
+	fs := flag.NewFlagSet("steward member run-etcd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o RunOptions
+	fs.StringVar(&o.DataDir, "data-dir", "", "etcd's --data-dir")
+	fs.StringVar(&o.MemberID, "member-id", "", "the member ID (hex) the data must belong to")
+	fs.BoolVar(&o.ExpectData, "expect-data", false, "the member ran before this Pod: its directory must hold its data")
+	fs.StringVar(&o.Marker, "marker", "", "file marking that this Pod's etcd started before")
+	fs.StringVar(&o.TerminationLog, "termination-log", "/dev/termination-log", "where the verdict goes")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	etcd := fs.Args()
+	if len(etcd) == 0 || o.DataDir == "" {
+		_, _ = fmt.Fprintln(stderr, "usage: steward member run-etcd --data-dir DIR [--member-id ID] [--expect-data] [--marker FILE] -- etcd [flags]")
+		return 2
+	}
+	if err := Decide(o); err != nil {
+		msg := MessagePrefix + err.Error()
+		_, _ = fmt.Fprintln(stderr, msg)
+		var v *Verdict
+		if errors.As(err, &v) {
+			_ = os.WriteFile(o.TerminationLog, []byte(msg), 0o644)
+			return ExitDataLost
+		}
+		return 1
+	}
+	if o.Marker != "" {
+		if err := os.WriteFile(o.Marker, []byte("started\n"), 0o644); err != nil {
+			_, _ = fmt.Fprintf(stderr, "%smarking the first start: %v\n", MessagePrefix, err)
+			return 1
+		}
+	}
+	err := exec(etcd[0], etcd, os.Environ())
+	_, _ = fmt.Fprintf(stderr, "%sstarting %s: %v\n", MessagePrefix, etcd[0], err)
+	return 1
+}
+
+// DataLost extracts the verdict from an etcd container's termination message; "" when it is not one.
+func DataLost(exitCode int32, message string) string {
+	if exitCode != ExitDataLost || !strings.HasPrefix(message, MessagePrefix) {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimSpace(message), MessagePrefix)
+}
