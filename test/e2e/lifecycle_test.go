@@ -192,18 +192,7 @@ func breakAndReplace(t *testing.T, command, what string, within time.Duration) s
 		t.Logf("exec (expected to end with the process): %v %s", err, out)
 	}
 	start := time.Now()
-	f.WaitFor(t, ns, victim+" replaced with a new member ID", within, func(ctx context.Context) (bool, error) {
-		ec, err := get(ctx, ns, "db")
-		if err != nil {
-			return false, err
-		}
-		for _, mem := range ec.Status.Members {
-			if mem.Name == victim && mem.ID != "" && mem.ID != before && mem.Ready {
-				return true, nil
-			}
-		}
-		return false, fmt.Errorf("%s: %s", condition(ec, "Degraded"), condition(ec, "Progressing"))
-	})
+	waitMemberReplaced(t, ns, "db", victim, before, within)
 	waitSettled(t, ns, "db", 3, 3*time.Minute)
 	measure(t, "replace "+what, time.Since(start))
 	checkData(t, cl, "/broken/", data)
