@@ -5,6 +5,7 @@ package etcdtest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -53,13 +54,21 @@ type Cluster struct {
 	Members []*Member
 }
 
+// freePort picks a free port below Linux's ephemeral range (32768-60999): a port the kernel hands
+// out for ":0" is just as likely to go to an outgoing connection of another test process before
+// etcd binds it (CI saw "bind: address already in use" on 43393).
 func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		p := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return p
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-31999")
+	return 0
 }
 
 func (c *Cluster) newMember(name string) *Member {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -79,7 +80,9 @@ func stop(cmd *exec.Cmd, exited <-chan struct{}) {
 	}
 }
 
-// freePorts returns n loopback ports that were free a moment ago.
+// freePorts returns n loopback ports that were free a moment ago, below Linux's ephemeral range
+// (32768-60999): a ":0" port is as likely to go to another process's outgoing connection before
+// etcd binds it, which made tests sharing a host fail with "address already in use".
 func freePorts(n int) []int {
 	var ports []int
 	var ls []net.Listener
@@ -88,13 +91,17 @@ func freePorts(n int) []int {
 			_ = l.Close()
 		}
 	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n && tries < 500; tries++ {
+		p := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
-			return nil
+			continue
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
+	}
+	if len(ports) < n {
+		return nil
 	}
 	return ports
 }
