@@ -34,7 +34,7 @@ type QuorumLossSpec struct {
 }
 
 // QuorumRecoveryStage is the step of a quorum recovery in progress.
-// +kubebuilder:validation:Enum=Fencing;ForceNewCluster;Restarting;Discarding
+// +kubebuilder:validation:Enum=Fencing;ForceNewCluster;Restarting;Discarding;Reseeding
 type QuorumRecoveryStage string
 
 const (
@@ -47,6 +47,9 @@ const (
 	RecoveryRestarting QuorumRecoveryStage = "Restarting"
 	// RecoveryDiscarding: the other members are dropped, their PVCs kept for forensics.
 	RecoveryDiscarding QuorumRecoveryStage = "Discarding"
+	// RecoveryReseeding: no member had data; every member was dropped and a new seed is
+	// restored from the backup (restoreFrom), as spec.bootstrap.restore would.
+	RecoveryReseeding QuorumRecoveryStage = "Reseeding"
 )
 
 // QuorumRecoveryStatus is everything about quorum loss and its recovery.
@@ -83,6 +86,10 @@ type QuorumRecoveryPlan struct {
 	// loss says, for humans, what running the plan now would lose.
 	// +optional
 	Loss string `json:"loss,omitempty"`
+	// restoreFrom is the newest successful EtcdBackup of this cluster, offered when no member has
+	// data: running the plan rebuilds the cluster from it.
+	// +optional
+	RestoreFrom string `json:"restoreFrom,omitempty"`
 	// refused says why no recovery can run.
 	// +optional
 	Refused string `json:"refused,omitempty"`
@@ -90,9 +97,14 @@ type QuorumRecoveryPlan struct {
 
 // QuorumRecoveryProgress is a recovery under way.
 type QuorumRecoveryProgress struct {
-	Survivor string              `json:"survivor"`
-	Stage    QuorumRecoveryStage `json:"stage"`
-	Since    metav1.Time         `json:"since"`
+	// survivor is "" when the recovery restores from a backup (restoreFrom).
+	// +optional
+	Survivor string `json:"survivor,omitempty"`
+	// restoreFrom is the EtcdBackup a recovery without survivor restores.
+	// +optional
+	RestoreFrom string              `json:"restoreFrom,omitempty"`
+	Stage       QuorumRecoveryStage `json:"stage"`
+	Since       metav1.Time         `json:"since"`
 	// trigger: the annotation's value, or "Automatic".
 	Trigger string `json:"trigger"`
 	// revision of the survivor when the recovery started.
@@ -105,10 +117,13 @@ type QuorumRecoveryProgress struct {
 
 // QuorumRecoveryRecord is a finished recovery.
 type QuorumRecoveryRecord struct {
-	Time     metav1.Time `json:"time"`
-	Survivor string      `json:"survivor"`
-	Revision int64       `json:"revision"`
-	Trigger  string      `json:"trigger"`
+	Time metav1.Time `json:"time"`
+	// +optional
+	Survivor string `json:"survivor,omitempty"`
+	// +optional
+	RestoreFrom string `json:"restoreFrom,omitempty"`
+	Revision    int64  `json:"revision"`
+	Trigger     string `json:"trigger"`
 	// +optional
 	Discarded []string `json:"discarded,omitempty"`
 }

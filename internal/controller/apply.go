@@ -35,7 +35,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	// An etcd member no EtcdMember claims (an orphan) can still be removed or lose leadership.
 	orphan := m == nil && a.MemberID != 0 && (a.Kind == plan.RemoveMember || a.Kind == plan.MoveLeader)
 	needMember := a.Kind != plan.AdoptSpec && a.Kind != plan.CreateMember && a.Kind != plan.Nothing && a.Kind != plan.Wait &&
-		a.Kind != plan.Compact && a.Kind != plan.DisarmAlarm
+		a.Kind != plan.Compact && a.Kind != plan.DisarmAlarm && a.Kind != plan.StartRecovery && a.Kind != plan.RecoveryStep &&
+		a.Kind != plan.FinishRecovery
 	if needMember && m == nil && !orphan {
 		return fmt.Errorf("%s: member %q not found", a.Kind, a.Member)
 	}

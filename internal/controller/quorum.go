@@ -52,12 +52,17 @@ func (r *EtcdClusterReconciler) applyRecovery(ctx context.Context, ec *stewardv1
 			return errors.New("no quorum recovery in progress")
 		}
 		qr.InProgress.Stage, qr.InProgress.Since = a.Stage, metav1.NewTime(r.now())
+		if a.Stage == stewardv1.RecoveryReseeding {
+			// The old cluster is gone (every member fenced and dropped): the restored seed forms a
+			// new one, whose ID is latched anew, and the restore is recorded anew.
+			ec.Status.ClusterID, ec.Status.Restore = "", nil
+		}
 	case plan.DiscardMember:
 		return r.discardMember(ctx, ec, o, a.Member)
 	case plan.FinishRecovery:
 		if p := qr.InProgress; p != nil {
-			qr.Last = &stewardv1.QuorumRecoveryRecord{Time: metav1.NewTime(r.now()), Survivor: p.Survivor, Revision: p.Revision,
-				Trigger: p.Trigger, Discarded: p.Discarded}
+			qr.Last = &stewardv1.QuorumRecoveryRecord{Time: metav1.NewTime(r.now()), Survivor: p.Survivor, RestoreFrom: p.RestoreFrom,
+				Revision: p.Revision, Trigger: p.Trigger, Discarded: p.Discarded}
 		}
 		qr.InProgress = nil
 		if _, ok := ec.Annotations[stewardv1.AnnotationRecoverQuorum]; ok {

@@ -35,10 +35,10 @@ type restoreSource struct {
 // resolveRestore reads spec.bootstrap.restore for a cluster that never formed. A formed cluster
 // never looks at it again: the restore happened (or the data is live) and must not happen twice.
 func (r *EtcdClusterReconciler) resolveRestore(ctx context.Context, ec *stewardv1.EtcdCluster) (*restoreSource, error) {
-	if ec.Spec.Bootstrap == nil || ec.Spec.Bootstrap.Restore == nil || ec.Status.ClusterID != "" {
+	rs := restoreSpec(ec)
+	if rs == nil || ec.Status.ClusterID != "" {
 		return nil, nil
 	}
-	rs := ec.Spec.Bootstrap.Restore
 	if rs.Source != nil {
 		return &restoreSource{name: backupjob.Location(rs.Source.BackupStorage, rs.Source.Key),
 			storage: rs.Source.BackupStorage, key: rs.Source.Key, sha256: rs.Source.SHA256}, nil
@@ -70,6 +70,23 @@ func (r *EtcdClusterReconciler) resolveRestore(ctx context.Context, ec *stewardv
 	return src, nil
 }
 
+// restoreSpec is what seeds a cluster that has not formed: spec.bootstrap.restore, or the backup a
+// quorum recovery without survivor rebuilds the cluster from (it dropped every member and the old
+// cluster ID first).
+func restoreSpec(ec *stewardv1.EtcdCluster) *stewardv1.RestoreSpec {
+	if qr := ec.Status.QuorumRecovery; qr != nil && qr.InProgress != nil && qr.InProgress.RestoreFrom != "" {
+		rs := &stewardv1.RestoreSpec{BackupName: qr.InProgress.RestoreFrom}
+		if ec.Spec.Bootstrap != nil && ec.Spec.Bootstrap.Restore != nil {
+			rs.BumpRevision = ec.Spec.Bootstrap.Restore.BumpRevision
+		}
+		return rs
+	}
+	if ec.Spec.Bootstrap == nil {
+		return nil
+	}
+	return ec.Spec.Bootstrap.Restore
+}
+
 // newerMinor says whether version a has a higher major.minor than b.
 func newerMinor(a, b string) bool {
 	var am, an, bm, bn int
@@ -98,8 +115,8 @@ func (r *EtcdClusterReconciler) withRestore(ctx context.Context, ec *stewardv1.E
 		return fmt.Errorf("restore needs the Steward image: %w", err)
 	}
 	bump := int64(1_000_000_000)
-	if b := ec.Spec.Bootstrap.Restore.BumpRevision; b != nil {
-		bump = *b
+	if rs := restoreSpec(ec); rs != nil && rs.BumpRevision != nil {
+		bump = *rs.BumpRevision
 	}
 	inits, vols := backupjob.RestoreInitContainers(backupjob.Restore{
 		Image: image, EtcdImage: pod.Spec.Containers[0].Image, Storage: src.storage, Key: src.key, SHA256: src.sha256,
@@ -115,7 +132,7 @@ func (r *EtcdClusterReconciler) withRestore(ctx context.Context, ec *stewardv1.E
 // setRestoreStatus records a finished restore once, and while it runs says how it goes: a fetch or
 // etcdutl that failed (a corrupted or unreadable object) is named with its own message.
 func (r *EtcdClusterReconciler) setRestoreStatus(ec *stewardv1.EtcdCluster, o *observed) {
-	if ec.Spec.Bootstrap == nil || ec.Spec.Bootstrap.Restore == nil {
+	if restoreSpec(ec) == nil {
 		return
 	}
 	cond := metav1.Condition{Type: ConditionRestored, ObservedGeneration: ec.Generation}

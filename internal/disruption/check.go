@@ -39,7 +39,7 @@ const (
 	// the survivor itself restarts twice (with --force-new-cluster, then without). Quorum is
 	// already lost, so no member serves and one-at-a-time has nothing left to protect; the
 	// recovery was asked for (annotation or spec.quorumLoss Automatic) and recorded in status.
-	// Allowed only while Cluster.RecoverySurvivor names a recovery in progress.
+	// Allowed only while Cluster.Recovering says a recovery is in progress.
 	Fence Kind = "Fence"
 	// Dormant deletes a Pod of a PVC cluster scaled to zero: a full outage the user asked for. The
 	// members and their data stay; scaling up recreates the Pods.
@@ -88,9 +88,8 @@ type Cluster struct {
 	// NeverFormed is true while no etcd cluster exists yet (no cluster ID, no member ever listed):
 	// a Pod then holds no member and no data anyone depends on.
 	NeverFormed bool
-	// RecoverySurvivor names the survivor of a quorum recovery in progress (status records it
-	// before any Pod is fenced); "" when none runs.
-	RecoverySurvivor string
+	// Recovering: a quorum recovery is in progress (status records it before any Pod is fenced).
+	Recovering bool
 }
 
 // Request names a disruption.
@@ -130,7 +129,7 @@ func Check(c Cluster, r Request) error {
 	case Dormant:
 		return checkDormant(c, r, v)
 	case Fence:
-		if c.RecoverySurvivor == "" {
+		if !c.Recovering {
 			return refuse(ReasonNoRecovery, r, v.Name, "no quorum recovery is in progress: a Pod is fenced only during one")
 		}
 		return nil

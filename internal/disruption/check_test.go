@@ -83,9 +83,9 @@ func TestCheck(t *testing.T) {
 			mutate: func(c *Cluster) { memory(c); c.AllowDowntime = true }},
 
 		{name: "fence any member during a recovery", n: 3, req: Request{Fence, "c-0"},
-			mutate: func(c *Cluster) { c.RecoverySurvivor = "c-1"; c.MemberListKnown = false }},
+			mutate: func(c *Cluster) { c.Recovering = true; c.MemberListKnown = false }},
 		{name: "fence the survivor itself (its restart with --force-new-cluster)", n: 3, req: Request{Fence, "c-1"},
-			mutate: func(c *Cluster) { c.RecoverySurvivor = "c-1"; c.MemberListKnown = false }},
+			mutate: func(c *Cluster) { c.Recovering = true; c.MemberListKnown = false }},
 
 		// Refused.
 		{name: "fence without a recovery", n: 3, req: Request{Fence, "c-2"}, want: ErrNoRecovery, about: "c-2",

@@ -40,8 +40,10 @@ func (v *view) bootstrap() (Action, bool) {
 		if a, ok := v.adoptBeforeCreate(); ok {
 			return a, true
 		}
-		a := act(CreateMember, memberName(v.f, 0), ReasonBootstrapping, "creating the seed member")
-		a.Ordinal = 0
+		// The lowest free ordinal: 0, unless a quorum recovery kept a PVC under that name.
+		o := v.lowestFreeOrdinal()
+		a := act(CreateMember, memberName(v.f, o), ReasonBootstrapping, "creating the seed member")
+		a.Ordinal = o
 		return a, true
 	}
 	seed := active[0]

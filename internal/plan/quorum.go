@@ -37,8 +37,12 @@ func (v *view) quorumRecovery() (Action, bool) {
 	if p.Refused != "" {
 		return wait(ReasonRecoveryRefused, "quorum recovery (%s) refused: %s", trigger, p.Refused), true
 	}
-	a := act(StartRecovery, p.Survivor, ReasonRecoveringQuorum, "recovering quorum from %s (%s): %s", p.Survivor, trigger, p.Loss)
-	a.Recovery = &v1alpha1.QuorumRecoveryProgress{Survivor: p.Survivor, Stage: v1alpha1.RecoveryFencing,
+	from := p.Survivor
+	if p.RestoreFrom != "" {
+		from = "backup " + p.RestoreFrom
+	}
+	a := act(StartRecovery, p.Survivor, ReasonRecoveringQuorum, "recovering quorum from %s (%s): %s", from, trigger, p.Loss)
+	a.Recovery = &v1alpha1.QuorumRecoveryProgress{Survivor: p.Survivor, RestoreFrom: p.RestoreFrom, Stage: v1alpha1.RecoveryFencing,
 		Since: metav1.NewTime(v.f.Now), Trigger: trigger, Revision: p.Revision, Discarded: p.Discarded}
 	return a, true
 }
@@ -85,9 +89,8 @@ func (v *view) lostSince() time.Time {
 func (v *view) recoveryPlan(trigger string) v1alpha1.QuorumRecoveryPlan {
 	var p v1alpha1.QuorumRecoveryPlan
 	if v.f.memory() {
-		p.Refused = "storage is Memory: a survivor's data lives only in its running Pod, and starting it with " +
-			"--force-new-cluster means restarting it; restore from a backup (spec.bootstrap.restore) instead"
-		return p
+		return v.restorePlan("storage is Memory: a survivor's data lives only in its running Pod, and starting it with " +
+			"--force-new-cluster means restarting it")
 	}
 	var best *memberView
 	for _, m := range v.active() {
@@ -116,8 +119,7 @@ func (v *view) recoveryPlan(trigger string) v1alpha1.QuorumRecoveryPlan {
 		}
 	}
 	if best == nil {
-		p.Refused = "no member with data answers: no survivor; restore from a backup (spec.bootstrap.restore) into a new cluster"
-		return p
+		return v.restorePlan("no member with data answers: no survivor")
 	}
 	p.Survivor, p.RaftIndex, p.Revision = best.Name, best.ep.RaftIndex, best.ep.Revision
 	var ahead []string
@@ -136,6 +138,28 @@ func (v *view) recoveryPlan(trigger string) v1alpha1.QuorumRecoveryPlan {
 	if len(ahead) > 0 {
 		p.Loss += "; " + strings.Join(ahead, ", ") + " applied more than the survivor: their newer writes are lost"
 	}
+	return p
+}
+
+// restorePlan offers the newest successful backup of this cluster when no member can be a survivor:
+// every member is dropped (PVCs kept, detached) and a new seed is restored from it, with the
+// revision bump of a restore. Without one, nothing can be recovered here.
+func (v *view) restorePlan(why string) v1alpha1.QuorumRecoveryPlan {
+	var b *v1alpha1.BackupRef
+	if s := v.f.Cluster.Status.Backup; s != nil {
+		b = s.LastSuccessfulBackup
+	}
+	if b == nil {
+		return v1alpha1.QuorumRecoveryPlan{Refused: why + ", and this cluster has no successful EtcdBackup; restore one into a " +
+			"new cluster (spec.bootstrap.restore)"}
+	}
+	p := v1alpha1.QuorumRecoveryPlan{RestoreFrom: b.Name, Revision: b.Revision, Discarded: v.names()}
+	taken := "at an unknown time"
+	if b.Time != nil {
+		taken = b.Time.UTC().Format(time.RFC3339)
+	}
+	p.Loss = fmt.Sprintf("%s; rebuilds the cluster from backup %s (revision %d, taken %s): every write after it is lost, "+
+		"revisions jump past it (clients re-list); the members' PVCs are kept, detached, for forensics", why, b.Name, b.Revision, taken)
 	return p
 }
 
@@ -160,6 +184,9 @@ func (v *view) continueRecovery(p *v1alpha1.QuorumRecoveryProgress) Action {
 		if m.Name == p.Survivor {
 			s = m
 		}
+	}
+	if p.RestoreFrom != "" {
+		return v.continueRestore(p)
 	}
 	if s == nil {
 		return wait(ReasonRecoveringQuorum, "quorum recovery: the survivor %s is gone; restore from a backup", p.Survivor)
@@ -247,6 +274,38 @@ func (v *view) discard(p *v1alpha1.QuorumRecoveryProgress) Action {
 		p.Survivor, v.f.replicas())
 }
 
+// continueRestore: fence every member, drop them all, then clear the old cluster's identity so the
+// seed bootstraps anew from the backup (bootstrap, which comes before this step, does that while
+// the cluster has not formed); done once a voter of the new cluster serves.
+func (v *view) continueRestore(p *v1alpha1.QuorumRecoveryProgress) Action {
+	switch p.Stage {
+	case v1alpha1.RecoveryFencing:
+		for _, m := range v.members {
+			if !m.Pod.Exists {
+				continue
+			}
+			if m.Pod.Deleting {
+				return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
+			}
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencing, "quorum recovery: fencing %s (deleting its Pod)", m.Name), disruption.Fence)
+			return a
+		}
+		return recoveryStep("", v1alpha1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)
+	case v1alpha1.RecoveryDiscarding:
+		for _, m := range v.members {
+			return act(DiscardMember, m.Name, ReasonRecoveringQuorum, "quorum recovery: dropping %s (its PVC is kept, detached)", m.Name)
+		}
+		return recoveryStep("", v1alpha1.RecoveryReseeding, "quorum recovery: seeding a new cluster from backup %s", p.RestoreFrom)
+	}
+	for _, m := range v.members {
+		if m.voter() && m.healthy() && m.ep.ReadOK {
+			return act(FinishRecovery, m.Name, ReasonQuorumRecovered, "quorum recovered from backup %s; the cluster regrows to %d members",
+				p.RestoreFrom, v.f.replicas())
+		}
+	}
+	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for the seed restored from backup %s to serve", p.RestoreFrom)
+}
+
 func recoveryStep(survivor string, stage v1alpha1.QuorumRecoveryStage, format string, args ...any) Action {
 	a := act(RecoveryStep, survivor, ReasonRecoveringQuorum, format, args...)
 	a.Stage = stage
@@ -275,8 +334,12 @@ func (v *view) recoveryStatus() (since *metav1.Time, p *v1alpha1.QuorumRecoveryP
 func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan) metav1.Condition {
 	annotation := v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorum]
 	if ip := v.recoveryInProgress(); ip != nil {
+		from := ip.Survivor
+		if ip.RestoreFrom != "" {
+			from = "backup " + ip.RestoreFrom
+		}
 		return cond(ConditionQuorumRecovery, true, ReasonRecoveringQuorum, "recovering from %s (%s), stage %s since %s",
-			ip.Survivor, ip.Trigger, ip.Stage, ip.Since.UTC().Format(time.RFC3339))
+			from, ip.Trigger, ip.Stage, ip.Since.UTC().Format(time.RFC3339))
 	}
 	if p == nil {
 		if annotation != "" {
@@ -284,8 +347,12 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan) metav1.Conditio
 				v1alpha1.AnnotationRecoverQuorum, annotation)
 		}
 		if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.Last != nil {
+			from := qr.Last.Survivor
+			if qr.Last.RestoreFrom != "" {
+				from = "backup " + qr.Last.RestoreFrom
+			}
 			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecovered, "last recovery %s from %s (revision %d, %s)",
-				qr.Last.Time.UTC().Format(time.RFC3339), qr.Last.Survivor, qr.Last.Revision, qr.Last.Trigger)
+				qr.Last.Time.UTC().Format(time.RFC3339), from, qr.Last.Revision, qr.Last.Trigger)
 		}
 		return cond(ConditionQuorumRecovery, false, ReasonQuorumHealthy, "quorum is healthy")
 	}
@@ -295,6 +362,9 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan) metav1.Conditio
 	how := fmt.Sprintf("set the annotation %s=auto (or =<member>) to run it", v1alpha1.AnnotationRecoverQuorum)
 	if q := v.f.Cluster.Spec.QuorumLoss; q != nil && q.Policy == v1alpha1.QuorumLossAutomatic {
 		how = "spec.quorumLoss.policy Automatic runs it after afterSeconds"
+	}
+	if p.RestoreFrom != "" {
+		return cond(ConditionQuorumRecovery, false, ReasonQuorumLost, "quorum lost; recovery plan: %s; %s", p.Loss, how)
 	}
 	return cond(ConditionQuorumRecovery, false, ReasonQuorumLost, "quorum lost; recovery plan: survivor %s, %s; %s", p.Survivor, p.Loss, how)
 }

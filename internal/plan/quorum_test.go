@@ -129,6 +129,63 @@ func TestQuorumRecoveryMemoryRefused(t *testing.T) {
 	checkAction(t, d, want{kind: Wait, reason: ReasonRecoveryRefused, message: "storage is Memory"})
 }
 
+func withBackup(f *Facts) {
+	f.Cluster.Status.Backup = &v1alpha1.BackupSummary{LastSuccessfulBackup: &v1alpha1.BackupRef{Name: "nightly-1", Revision: 90,
+		Time: ptr.To(metav1.NewTime(f.Now.Add(-time.Hour)))}}
+}
+
+// No member with data, but a backup: the same trigger rebuilds the cluster from it.
+func TestQuorumRecoveryFromBackup(t *testing.T) {
+	noSurvivor := all(lostQuorum, func(f *Facts) { f.silence("c-0") })
+	restoring := func(stage v1alpha1.QuorumRecoveryStage) func(f *Facts) {
+		return func(f *Facts) {
+			f.Cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{InProgress: &v1alpha1.QuorumRecoveryProgress{
+				RestoreFrom: "nightly-1", Stage: stage, Trigger: "auto", Discarded: []string{"c-0", "c-1", "c-2"}}}
+		}
+	}
+	tests := []struct {
+		name   string
+		medium v1alpha1.StorageMedium
+		mutate func(f *Facts)
+		want   want
+	}{
+		{name: "without a backup: refused", mutate: all(noSurvivor, annotate("auto")),
+			want: want{kind: Wait, reason: ReasonRecoveryRefused, message: "has no successful EtcdBackup"}},
+		{name: "with one: the trigger rebuilds from it", mutate: all(noSurvivor, withBackup, annotate("auto")),
+			want: want{kind: StartRecovery, reason: ReasonRecoveringQuorum, message: "from backup nightly-1 (auto): no member with data answers"}},
+		{name: "memory with a backup", medium: v1alpha1.StorageMediumMemory, mutate: all(lostQuorum, withBackup, annotate("auto")),
+			want: want{kind: StartRecovery, message: "storage is Memory"}},
+		{name: "every Pod is fenced, the one that still runs too", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryFencing)),
+			want: want{kind: DeletePod, member: "c-0", reason: ReasonFencing, disruption: disruption.Fence}},
+		{name: "fenced: drop them", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryFencing), func(f *Facts) { f.podGone("c-0") }),
+			want: want{kind: RecoveryStep, message: "dropping them to rebuild from backup nightly-1"}},
+		{name: "one at a time", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryDiscarding), func(f *Facts) { f.podGone("c-0") }),
+			want: want{kind: DiscardMember, member: "c-0"}},
+		{name: "all dropped: reseed", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryDiscarding), func(f *Facts) { f.Members = nil }),
+			want: want{kind: RecoveryStep, message: "seeding a new cluster from backup nightly-1"}},
+		{name: "reseeding: the seed takes an ordinal no kept PVC holds", mutate: all(withBackup, restoring(v1alpha1.RecoveryReseeding),
+			func(f *Facts) {
+				f.Members, f.Etcd = nil, health.Facts{MemberListErr: "no endpoints"}
+				f.Cluster.Status.ClusterID = ""
+				f.ReservedOrdinals = []int32{0, 1, 2}
+			}), want: want{kind: CreateMember, member: "c-3", reason: ReasonBootstrapping}},
+		{name: "the restored seed serves: done", mutate: all(withBackup, restoring(v1alpha1.RecoveryReseeding), func(f *Facts) {
+			f.Members = f.Members[:1]
+			f.Etcd.Members = f.Etcd.Members[:1]
+		}), want: want{kind: FinishRecovery, member: "c-0", reason: ReasonQuorumRecovered}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkAction(t, planFor(t, 3, tt.medium, tt.mutate), tt.want)
+		})
+	}
+	d := planFor(t, 3, "", all(noSurvivor, withBackup))
+	if p := d.RecoveryPlan; p == nil || p.RestoreFrom != "nightly-1" || p.Revision != 90 || len(p.Discarded) != 3 ||
+		!strings.Contains(p.Loss, "every write after it is lost") {
+		t.Errorf("plan %+v", p)
+	}
+}
+
 func TestQuorumRecoveryStatus(t *testing.T) {
 	d := planFor(t, 3, "", lostQuorum)
 	p := d.RecoveryPlan

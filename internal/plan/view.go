@@ -201,9 +201,7 @@ func (v *view) disruptionView() disruption.Cluster {
 		MemberListKnown: v.f.Etcd.MemberListKnown(),
 		NeverFormed:     !v.formed(),
 	}
-	if p := v.recoveryInProgress(); p != nil {
-		c.RecoverySurvivor = p.Survivor
-	}
+	c.Recovering = v.recoveryInProgress() != nil
 	for _, m := range v.members {
 		c.Members = append(c.Members, disruption.Member{
 			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
