@@ -15,10 +15,12 @@ import (
 //
 //   - liveness (and startup): the process serves a local read. No quorum needed (losing quorum does
 //     not break a member, and restarting it would not bring quorum back), no alarm judged.
-//   - readiness: the same, except that a CORRUPT alarm takes the member out of the client Service
-//     (etcd's own /readyz rule): its data may be wrong, while a NOSPACE member still serves the reads,
-//     deletes, compaction and defragmentation that recover it. No quorum needed, and learners pass:
-//     readiness also tells the planner the process runs; the client Service selects voters only.
+//   - readiness: the same. CORRUPT is excluded too, against etcd's own /readyz rule: that alarm is
+//     replicated like NOSPACE, so it took every member out of the client Service at once, and the
+//     planner (which counts only Ready members as available) could not replace the one member the
+//     alarm named. etcd refuses reads and writes under CORRUPT itself, so a Ready member serves no
+//     wrong data. No quorum needed, and learners pass: readiness also tells the planner the process
+//     runs; the client Service selects voters only.
 //
 // The recovery gate, not the probes, judges alarms (internal/health), so a cluster with one rolls
 // nothing until the user disarmed it.
@@ -32,10 +34,10 @@ func livenessPath(version string) string {
 
 func readinessPath(version string) string {
 	if upTo35(version) {
-		return "/health?exclude=NOSPACE&serializable=true"
+		return "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"
 	}
-	// /readyz also checks a linearizable read (needs quorum) and fails on learners.
-	return "/readyz?exclude=linearizable_read&exclude=non_learner"
+	// /readyz also checks a linearizable read (needs quorum), fails on learners and on CORRUPT.
+	return "/readyz?exclude=linearizable_read&exclude=non_learner&exclude=data_corruption"
 }
 
 func probe(path string, failures int32) *corev1.Probe {

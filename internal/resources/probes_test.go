@@ -30,11 +30,11 @@ func probePaths(t *testing.T, p *corev1.Pod) (ready, live, startup string) {
 // 3.5's /livez and /readyz arrived in a late patch, so 3.5 keeps /health with alarms excluded.
 func TestProbesPerVersion(t *testing.T) {
 	for _, tc := range []struct{ version, ready, live string }{
-		{"3.5.0", "/health?exclude=NOSPACE&serializable=true", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"},
-		{"3.5.35", "/health?exclude=NOSPACE&serializable=true", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"},
-		{"3.6.16", "/readyz?exclude=linearizable_read&exclude=non_learner", "/livez"},
-		{"3.7.3", "/readyz?exclude=linearizable_read&exclude=non_learner", "/livez"},
-		{"custom-build", "/readyz?exclude=linearizable_read&exclude=non_learner", "/livez"},
+		{"3.5.0", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"},
+		{"3.5.35", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true", "/health?exclude=CORRUPT&exclude=NOSPACE&serializable=true"},
+		{"3.6.16", "/readyz?exclude=linearizable_read&exclude=non_learner&exclude=data_corruption", "/livez"},
+		{"3.7.3", "/readyz?exclude=linearizable_read&exclude=non_learner&exclude=data_corruption", "/livez"},
+		{"custom-build", "/readyz?exclude=linearizable_read&exclude=non_learner&exclude=data_corruption", "/livez"},
 	} {
 		ec := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.Version = tc.version })
 		ready, live, startup := probePaths(t, Pod(member(ec), "repo"))
@@ -45,22 +45,29 @@ func TestProbesPerVersion(t *testing.T) {
 	}
 }
 
-// The same probes against a real etcd with a NOSPACE alarm raised: both must answer 200, and
-// etcd's plain /health must not (or the alarm was never active and the test proves nothing).
+// The same probes against a real etcd with a NOSPACE or a CORRUPT alarm raised: both must answer
+// 200, and etcd's plain /health must not (or the alarm was never active and the test proves
+// nothing). A CORRUPT alarm made every member unready, and Steward could not replace the one it named.
 func TestProbesAnswerUnderNOSPACE(t *testing.T) {
+	for _, alarm := range []string{"NOSPACE", "CORRUPT"} {
+		t.Run(alarm, func(t *testing.T) { probesAnswerUnder(t, alarm) })
+	}
+}
+
+func probesAnswerUnder(t *testing.T, alarm string) {
 	cl := etcdtest.Start(t, 1)
 	m := cl.Members[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	version := cl.RaiseAlarm(ctx, m, "NOSPACE")
+	version := cl.RaiseAlarm(ctx, m, alarm)
 	ec := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.Version = version })
 	ready, live, _ := probePaths(t, Pod(member(ec), "repo"))
 	if code := get(t, m.Metrics+"/health?serializable=true"); code == http.StatusOK {
-		t.Fatalf("etcd %s answers /health with 200 although NOSPACE is raised", version)
+		t.Fatalf("etcd %s answers /health with 200 although %s is raised", version, alarm)
 	}
 	for name, path := range map[string]string{"readiness": ready, "liveness": live} {
 		if code := get(t, m.Metrics+path); code != http.StatusOK {
-			t.Errorf("etcd %s: %s probe %s answered %d under NOSPACE", version, name, path, code)
+			t.Errorf("etcd %s: %s probe %s answered %d under %s", version, name, path, code, alarm)
 		}
 	}
 }

@@ -5,12 +5,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // TestCorruptMemberReplaced (issue 12): a CORRUPT alarm names one follower while the others agree.
@@ -69,4 +76,74 @@ func waitMemberReplaced(t *testing.T, ns, name, member, oldID string, within tim
 		}
 		return false, fmt.Errorf("%s: %s", condition(ec, "Degraded"), condition(ec, "Progressing"))
 	})
+}
+
+// TestCorruptDataReplaced: real divergence. A follower is stopped (the cluster paused so nothing
+// recreates it), one value in its bbolt file is changed on the host, and the cluster resumes. etcd's
+// startup corruption check (on for every member) finds the member's hash differing from its peers'
+// and refuses to serve; the member crash-loops and is replaced from the others' data.
+func TestCorruptDataReplaced(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "db", 3, "")
+	cl := clientFor(t, ns, "db")
+	data := putData(t, cl, "/diverge/", 20)
+	victim := "db-1"
+	if leader(t, ns, "db") == victim {
+		victim = "db-2"
+	}
+	before := memberIDs(t, ns, "db")[victim]
+	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Paused = true })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := f.Client.Delete(ctx, memberPods(t, ns, "db")[victim], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFor(t, ns, victim+"'s Pod gone", time.Minute, func(context.Context) (bool, error) {
+		_, ok := memberPods(t, ns, "db")[victim]
+		return !ok, nil
+	})
+	diverge(t, ns, victim)
+	start := time.Now()
+	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Paused = false })
+	waitMemberReplaced(t, ns, "db", victim, before, 10*time.Minute)
+	waitSettled(t, ns, "db", 3, 3*time.Minute)
+	measure(t, "a member with divergent data (startup corruption check) replaced", time.Since(start))
+	checkData(t, cl, "/diverge/", data)
+}
+
+// diverge changes one byte of the newest revision's value in a stopped member's bbolt file, on the
+// host path of its PVC (the local provisioner's volumes are host directories).
+func diverge(t *testing.T, ns, member string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pvc corev1.PersistentVolumeClaim
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PVCName(member)}, &pvc); err != nil {
+		t.Fatal(err)
+	}
+	var pv corev1.PersistentVolume
+	if err := f.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv); err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.HostPath == nil {
+		t.Skipf("PV %s is not a host path: cannot reach the member's files", pv.Name)
+	}
+	db, err := bolt.Open(filepath.Join(pv.Spec.HostPath.Path, "data", "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		if b == nil {
+			return fmt.Errorf("no key bucket")
+		}
+		k, v := b.Cursor().Last()
+		changed := append([]byte(nil), v...)
+		changed[len(changed)-1] ^= 0x01
+		return b.Put(append([]byte(nil), k...), changed)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
