@@ -142,6 +142,15 @@ func TestQuorumLossAutomatic(t *testing.T) {
 		}
 	}
 	start := time.Now()
+	// Status says settled until Steward sees the loss: wait for that first.
+	f.WaitFor(t, ns, "quorum loss seen or recovered", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "auto")
+		if err != nil {
+			return false, err
+		}
+		qr := ec.Status.QuorumRecovery
+		return qr != nil && (qr.LostSince != nil || qr.InProgress != nil || qr.Last != nil), fmt.Errorf("%s", condition(ec, "QuorumRecovery"))
+	})
 	waitSettled(t, ns, "auto", 3, 6*time.Minute)
 	measure(t, "quorum loss to settled at 3 members, Automatic after 30 s", time.Since(start))
 	ec, err := get(context.Background(), ns, "auto")
