@@ -55,10 +55,13 @@ func TestCorruptMemberReplaced(t *testing.T) {
 		t.Errorf("a write after the recovery: %v", err)
 	}
 	assertMaxUnavailable(t, m, 1)
+	// The removal may be refused once on the Disrupter's fresh read and finished by the next
+	// reconcile from the recorded intent ("removing db-1 from etcd"): either way it happened.
 	removals, disarms := eventsWith(t, ns, "db", "RemoveMember"), eventsWith(t, ns, "db", "DisarmAlarm")
-	if len(removals) == 0 || !strings.Contains(removals[0], "corruption check") || len(disarms) == 0 {
-		t.Errorf("RemoveMember %q, DisarmAlarm %q: want the replacement naming the corruption check, then the disarm", removals, disarms)
+	if len(removals) == 0 || len(disarms) == 0 || !strings.Contains(disarms[0], "CORRUPT") {
+		t.Errorf("RemoveMember %q, DisarmAlarm %q: want the member removed, then CORRUPT disarmed", removals, disarms)
 	}
+	t.Logf("events: RemoveMember %q; DisarmAlarm %q", removals, disarms)
 }
 
 // waitMemberReplaced waits until the named member runs again under a new member ID, Ready.
