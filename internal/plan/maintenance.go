@@ -89,15 +89,20 @@ func (v *view) defragDue() []*memberView {
 		}
 	}
 	slices.SortStableFunc(due, func(a, b *memberView) int {
-		if a.leader != b.leader {
-			if a.leader {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Or(cmp.Compare(fragmentation(b), fragmentation(a)), cmp.Compare(b.Ordinal, a.Ordinal))
+		return cmp.Or(leaderLast(a, b), cmp.Compare(fragmentation(b), fragmentation(a)), cmp.Compare(b.Ordinal, a.Ordinal))
 	})
 	return due
+}
+
+// leaderLast orders followers before the leader: it must hand leadership away before its turn.
+func leaderLast(a, b *memberView) int {
+	switch {
+	case a.leader == b.leader:
+		return 0
+	case a.leader:
+		return 1
+	}
+	return -1
 }
 
 // fragmented: the threshold rule, and not defragmented moments ago.

@@ -80,13 +80,7 @@ func (v *view) noSpaceDefragOrder(voters []*memberView) []*memberView {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *memberView) int {
-		if a.leader != b.leader {
-			if a.leader {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(b.ep.DBSize-b.ep.DBSizeInUse, a.ep.DBSize-a.ep.DBSizeInUse)
+		return cmp.Or(leaderLast(a, b), cmp.Compare(b.ep.DBSize-b.ep.DBSizeInUse, a.ep.DBSize-a.ep.DBSizeInUse))
 	})
 	return out
 }

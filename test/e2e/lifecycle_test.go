@@ -179,11 +179,7 @@ func breakAndReplace(t *testing.T, command, what string, within time.Duration) s
 	ns := settledCluster(t, "db", 3, "")
 	cl := clientFor(t, ns, "db")
 	data := putData(t, cl, "/broken/", 20)
-	victim := "db-2"
-	if leader(t, ns, "db") == victim {
-		victim = "db-1"
-	}
-	before := memberIDs(t, ns, "db")[victim]
+	victim, before := follower(t, ns, "db", "db-2", "db-1")
 	m := monitor(t, ns, "db", func() []string { return memberNames("db", 3) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -39,21 +39,7 @@ func TestQuorumLossRecovery(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pods := memberPods(t, ns, "web")
-	for _, n := range lost {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PVCName(n)}, pvc); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Client.Delete(ctx, pvc); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Client.Delete(ctx, pods[n], client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	loseMembers(t, ns, "web", lost, true)
 
 	var plan *stewardv1.QuorumRecoveryPlan
 	f.WaitFor(t, ns, "a recovery plan naming "+survivor, 3*time.Minute, func(ctx context.Context) (bool, error) {
@@ -123,24 +109,13 @@ func TestQuorumLossAutomatic(t *testing.T) {
 	keys := putMany(t, clientFor(t, ns, "auto"), "/auto/", 200)
 	waitSettled(t, ns, "auto", 3, time.Minute)
 	survivor := leader(t, ns, "auto")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pods := memberPods(t, ns, "auto")
-	for n, p := range pods {
-		if n == survivor {
-			continue
-		}
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PVCName(n)}, pvc); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Client.Delete(ctx, pvc); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Client.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
+	var lost []string
+	for n := range memberPods(t, ns, "auto") {
+		if n != survivor {
+			lost = append(lost, n)
 		}
 	}
+	loseMembers(t, ns, "auto", lost, true)
 	start := time.Now()
 	// Status says settled until Steward sees the loss: wait for that first.
 	f.WaitFor(t, ns, "quorum loss seen or recovered", 3*time.Minute, func(ctx context.Context) (bool, error) {
@@ -168,14 +143,7 @@ func TestQuorumLossAutomatic(t *testing.T) {
 func TestQuorumLossMemoryRefused(t *testing.T) {
 	t.Parallel()
 	ns := settledCluster(t, "mem", 3, stewardv1.StorageMediumMemory)
-	pods := memberPods(t, ns, "mem")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, n := range []string{"mem-1", "mem-2"} {
-		if err := f.Client.Delete(ctx, pods[n], client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	loseMembers(t, ns, "mem", []string{"mem-1", "mem-2"}, false)
 	waitRecoveryCondition(t, ns, "mem", "QuorumRecoveryRefused", "storage is Memory")
 	survivor := memberPods(t, ns, "mem")["mem-0"]
 	annotateCluster(t, ns, "mem", stewardv1.AnnotationRecoverQuorum, "auto")
@@ -196,6 +164,29 @@ func waitRecoveryCondition(t *testing.T, ns, name, reason, message string) {
 		c := meta.FindStatusCondition(ec.Status.Conditions, "QuorumRecovery")
 		return c != nil && c.Reason == reason && strings.Contains(c.Message, message), fmt.Errorf("%s", condition(ec, "QuorumRecovery"))
 	})
+}
+
+// loseMembers deletes the named members' Pods at once, and first their PVCs when withPVCs (the
+// PVC goes when its Pod does): a majority lost for good.
+func loseMembers(t *testing.T, ns, name string, members []string, withPVCs bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pods := memberPods(t, ns, name)
+	for _, n := range members {
+		if withPVCs {
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.PVCName(n)}, pvc); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Client.Delete(ctx, pvc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Client.Delete(ctx, pods[n], client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func annotateCluster(t *testing.T, ns, name, key, value string) {
@@ -229,14 +220,7 @@ func TestQuorumLossFromBackup(t *testing.T) {
 		ok := ec.Status.Backup != nil && ec.Status.Backup.LastSuccessfulBackup != nil && ec.Status.Backup.LastSuccessfulBackup.Name == "before-loss"
 		return ok, fmt.Errorf("status.backup %+v", ec.Status.Backup)
 	})
-	pods := memberPods(t, ns, "mem")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, n := range []string{"mem-1", "mem-2"} {
-		if err := f.Client.Delete(ctx, pods[n], client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	loseMembers(t, ns, "mem", []string{"mem-1", "mem-2"}, false)
 	waitRecoveryCondition(t, ns, "mem", "QuorumLost", "rebuilds the cluster from backup before-loss")
 	triggered := time.Now()
 	annotateCluster(t, ns, "mem", stewardv1.AnnotationRecoverQuorum, "auto")
