@@ -29,7 +29,8 @@ func TestCorruptMemberReplaced(t *testing.T) {
 	ns := settledCluster(t, "db", 3, "")
 	cl := clientFor(t, ns, "db")
 	data := putData(t, cl, "/corrupt/", 20)
-	victim, before := follower(t, ns, "db", "db-1", "db-2")
+	victim := follower(t, ns, "db")
+	before := memberIDs(t, ns, "db")[victim]
 	id, err := strconv.ParseUint(before, 16, 64)
 	if err != nil {
 		t.Fatalf("member ID %q: %v", before, err)
@@ -60,16 +61,6 @@ func TestCorruptMemberReplaced(t *testing.T) {
 	t.Logf("events: RemoveMember %q; DisarmAlarm %q", removals, disarms)
 }
 
-// follower returns the first of two candidates that does not lead, and its member ID.
-func follower(t *testing.T, ns, name, first, second string) (member, id string) {
-	t.Helper()
-	member = first
-	if leader(t, ns, name) == member {
-		member = second
-	}
-	return member, memberIDs(t, ns, name)[member]
-}
-
 // waitMemberReplaced waits until the named member runs again under a new member ID, Ready.
 func waitMemberReplaced(t *testing.T, ns, name, member, oldID string, within time.Duration) {
 	t.Helper()
@@ -96,7 +87,8 @@ func TestCorruptDataReplaced(t *testing.T) {
 	ns := settledCluster(t, "db", 3, "")
 	cl := clientFor(t, ns, "db")
 	data := putData(t, cl, "/diverge/", 20)
-	victim, before := follower(t, ns, "db", "db-1", "db-2")
+	victim := follower(t, ns, "db")
+	before := memberIDs(t, ns, "db")[victim]
 	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Paused = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -179,7 +179,8 @@ func breakAndReplace(t *testing.T, command, what string, within time.Duration) s
 	ns := settledCluster(t, "db", 3, "")
 	cl := clientFor(t, ns, "db")
 	data := putData(t, cl, "/broken/", 20)
-	victim, before := follower(t, ns, "db", "db-2", "db-1")
+	victim := follower(t, ns, "db")
+	before := memberIDs(t, ns, "db")[victim]
 	m := monitor(t, ns, "db", func() []string { return memberNames("db", 3) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
