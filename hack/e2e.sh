@@ -7,7 +7,7 @@
 # The tests get the environment as STEWARD_E2E_* variables, among them the S3 server's
 # STEWARD_E2E_S3_{ENDPOINT,BUCKET,REGION,ACCESS_KEY,SECRET_KEY} (from _out/localkube/s3/env).
 #
-# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 40m), E2E_PARALLEL (default 4: with the backup scenarios, 6 at a time starved etcd of CPU on 2 cores), KEEP_CLUSTER=1,
+# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 45m), E2E_PARALLEL (default 4: with the backup scenarios, 6 at a time starved etcd of CPU on 2 cores), KEEP_CLUSTER=1,
 #      E2E_ARGS (extra go test arguments). Failure dumps go to _out/e2e/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
@@ -67,5 +67,5 @@ cd "$ROOT"
 log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
 # shellcheck disable=SC2086 # E2E_ARGS is a list of words
 # Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
-go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-40m}" -parallel "${E2E_PARALLEL:-4}" \
+go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-45m}" -parallel "${E2E_PARALLEL:-4}" \
   ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-}

@@ -147,7 +147,7 @@ func TestQuorumLossMemoryRefused(t *testing.T) {
 	waitRecoveryCondition(t, ns, "mem", "QuorumRecoveryRefused", "storage is Memory")
 	survivor := memberPods(t, ns, "mem")["mem-0"]
 	annotateCluster(t, ns, "mem", stewardv1.AnnotationRecoverQuorum, "auto")
-	waitRecoveryCondition(t, ns, "mem", "QuorumRecoveryRefused", "restore from a backup")
+	waitRecoveryCondition(t, ns, "mem", "QuorumRecoveryRefused", "no successful EtcdBackup")
 	time.Sleep(5 * time.Second)
 	if now := memberPods(t, ns, "mem")["mem-0"]; now == nil || now.UID != survivor.UID {
 		t.Errorf("the memory survivor's Pod was touched: it held the only copy of the data")
