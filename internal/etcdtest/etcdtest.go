@@ -5,8 +5,6 @@ package etcdtest
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +17,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcd-steward/steward/internal/ports"
 )
 
 // Binary finds the etcd server: $ETCD_BIN, else the envtest assets' etcd, else _out/envtest/etcd.
@@ -54,21 +54,13 @@ type Cluster struct {
 	Members []*Member
 }
 
-// freePort picks a free port below Linux's ephemeral range (32768-60999): a port the kernel hands
-// out for ":0" is just as likely to go to an outgoing connection of another test process before
-// etcd binds it (CI saw "bind: address already in use" on 43393).
+// freePort reserves a loopback port for this test process (see package ports).
 func freePort(t testing.TB) int {
-	for range 200 {
-		p := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return p
+	p, err := ports.Free(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port in 20000-31999")
-	return 0
+	return p[0]
 }
 
 func (c *Cluster) newMember(name string) *Member {

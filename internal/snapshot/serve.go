@@ -3,13 +3,13 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/ports"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -80,28 +80,11 @@ func stop(cmd *exec.Cmd, exited <-chan struct{}) {
 	}
 }
 
-// freePorts returns n loopback ports that were free a moment ago, below Linux's ephemeral range
-// (32768-60999): a ":0" port is as likely to go to another process's outgoing connection before
-// etcd binds it, which made tests sharing a host fail with "address already in use".
+// freePorts returns n loopback ports reserved for this process (see package ports); nil if none.
 func freePorts(n int) []int {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for tries := 0; len(ports) < n && tries < 500; tries++ {
-		p := 20000 + rand.IntN(12000)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		ls = append(ls, l)
-		ports = append(ports, p)
-	}
-	if len(ports) < n {
+	p, err := ports.Free(n)
+	if err != nil {
 		return nil
 	}
-	return ports
+	return p
 }
