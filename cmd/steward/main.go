@@ -29,8 +29,8 @@ func main() {
 		return
 	}
 	if len(os.Args) > 2 && os.Args[1] == "member" && os.Args[2] == "run-etcd" {
-		// In the etcd container: check the data directory, then become etcd.
-		os.Exit(datacheck.Main(os.Args[3:], os.Stderr, syscall.Exec))
+		// In the etcd container: check the data directory, then run etcd as its parent.
+		os.Exit(datacheck.Main(os.Args[3:], os.Stderr))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
 		// SIGTERM (a deleted Job) cancels the upload, which aborts it: no half object remains.

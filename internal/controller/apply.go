@@ -196,6 +196,7 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 		}
 	}
 	member := resources.Member{Cluster: ec, Name: m.Name, Template: &m.Spec.Template, Bootstrap: boot, Voter: voter}
+	r.withDataCheck(ctx, ec, o, m, &member)
 	if ec.TLSEnabled() {
 		// The Pod records the trust its Secret holds now, which is what its etcd will load; no
 		// Secret yet means the certificate step has not issued it: fail closed, come back.

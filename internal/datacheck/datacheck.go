@@ -1,8 +1,8 @@
 // Package datacheck tells whether a member's data directory holds that member's data, before its
 // etcd starts. etcd started with --initial-cluster-state=existing on an empty directory rejoins
 // under its old member ID with no log and no memory of its votes (it can vote twice in a term),
-// and on another member's data it starts as that member; neither may happen. The check runs as an
-// init container of a restarted PVC member (the Steward image, as root: etcd's files are 0700),
+// and on another member's data it starts as that member; neither may happen. The check runs in the
+// etcd container before every start (`steward member run-etcd`, which then runs etcd as its child),
 // and a member that fails it is replaced (removed, its PVC deleted, a fresh learner added).
 package datacheck
 

@@ -25,8 +25,8 @@ type RunOptions struct {
 	// ExpectData: the member had data before this Pod (it ran as a voter), so an empty directory
 	// on the first start is a loss too, not a fresh member.
 	ExpectData bool
-	// Marker is a file in a volume that lives as long as the Pod: present after the first start,
-	// so a container restarted in place needs its data whatever ExpectData says.
+	// Marker is a file in a volume that lives as long as the Pod: present once this Pod's etcd
+	// wrote its WAL, so a container restarted in place needs its data whatever ExpectData says.
 	Marker string
 	// TerminationLog receives the verdict when the check fails.
 	TerminationLog string
@@ -66,16 +66,20 @@ func (v *Verdict) Error() string { return v.Result.Verdict + ": " + v.Result.Mes
 
 func verdict(r Result) error { return &Verdict{Result: r} }
 
-// Main runs `steward member run-etcd [flags] -- etcd [args]`: the check, then exec of etcd (the
-// wrapper's process becomes etcd's: same PID, signals and exit code). Returns only on failure.
-func Main(args []string, stderr io.Writer, exec func(argv0 string, argv, env []string) error) int {
+// Main runs `steward member run-etcd [flags] -- etcd [args]`: the check, then etcd as a child
+// process, which the wrapper serves as PID 1 does: signals forwarded, etcd's exit code returned.
+//
+// The wrapper stays etcd's parent (rather than exec'ing it) to mark the Pod as having had data only
+// once etcd's WAL exists: a member whose first etcd died before writing its WAL (a learner that
+// could not join yet) is still a new member on its next start, not one whose data was lost.
+func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("steward member run-etcd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o RunOptions
 	fs.StringVar(&o.DataDir, "data-dir", "", "etcd's --data-dir")
 	fs.StringVar(&o.MemberID, "member-id", "", "the member ID (hex) the data must belong to")
 	fs.BoolVar(&o.ExpectData, "expect-data", false, "the member ran before this Pod: its directory must hold its data")
-	fs.StringVar(&o.Marker, "marker", "", "file marking that this Pod's etcd started before")
+	fs.StringVar(&o.Marker, "marker", "", "file marking that this Pod's etcd had written its data")
 	fs.StringVar(&o.TerminationLog, "termination-log", "/dev/termination-log", "where the verdict goes")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -95,15 +99,7 @@ func Main(args []string, stderr io.Writer, exec func(argv0 string, argv, env []s
 		}
 		return 1
 	}
-	if o.Marker != "" {
-		if err := os.WriteFile(o.Marker, []byte("started\n"), 0o644); err != nil {
-			_, _ = fmt.Fprintf(stderr, "%smarking the first start: %v\n", MessagePrefix, err)
-			return 1
-		}
-	}
-	err := exec(etcd[0], etcd, os.Environ())
-	_, _ = fmt.Fprintf(stderr, "%sstarting %s: %v\n", MessagePrefix, etcd[0], err)
-	return 1
+	return supervise(o, etcd, stderr)
 }
 
 // DataLost extracts the verdict from an etcd container's termination message; "" when it is not one.

@@ -164,8 +164,9 @@ func role(leader bool) string {
 func TestRepairCrashLoop(t *testing.T) {
 	t.Parallel()
 	// Overwrite the backend under the running process and kill it: on restart etcd cannot open
-	// its database and exits, again and again. Five kubelet back-offs take about 5.5 minutes
-	// before the member counts as crash-looping.
+	// its database and exits, again and again. (The WAL stays: the data check passes, and this is
+	// the crash-loop path; TestRepairDataLost is the lost-data one.) Five kubelet back-offs take
+	// about 5.5 minutes before the member counts as crash-looping.
 	breakAndReplace(t, "echo garbage > "+resources.DataMountPath+"/data/member/snap/db && kill 1",
 		"a crash-looping PVC member", 9*time.Minute)
 }
