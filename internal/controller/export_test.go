@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -26,4 +27,11 @@ func (r *EtcdClusterReconciler) GatherAndApply(ctx context.Context, ec *stewardv
 func (r *EtcdClusterReconciler) DeletePodJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod) error {
 	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
 	return effects{r: r, o: o, ec: ec}.DeletePod(ctx, judged.Name)
+}
+
+// DrainJudged drains a member's Pod through the raw effect, with short waits.
+func (r *EtcdClusterReconciler) DrainJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod, timeout, grace time.Duration) error {
+	drainTimeout, drainGrace = timeout, grace
+	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
+	return effects{r: r, o: o, ec: ec}.Drain(ctx, judged.Name)
 }

@@ -26,6 +26,15 @@ type Refresher interface {
 	Refresh(ctx context.Context) (Cluster, error)
 }
 
+// Drainer is implemented by Effects that can take a member out of client traffic: clients of the
+// client Service stop being sent to it (new connections go to the others) before it stops serving,
+// instead of timing out against a Pod that is gone. Draining disrupts nothing (the member keeps
+// serving whoever is connected) and is undone by the next reconcile if the disruption does not
+// follow; it runs only after the checks passed, right before the effect.
+type Drainer interface {
+	Drain(ctx context.Context, member string) error
+}
+
 // Disrupter is the only way to disrupt a member. Each call re-runs Check on the facts it is given
 // (read in the same reconcile, just before) and calls the effect only if Check passes.
 type Disrupter struct {
@@ -52,6 +61,11 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 		c = fresh
 	}
 	v, _ := c.member(r.Victim)
+	if dr, ok := d.effects.(Drainer); ok && v.Voter && v.PodExists && !v.PodDeleting && drains(r.Kind) {
+		if err := dr.Drain(ctx, v.Name); err != nil {
+			return fmt.Errorf("%s of %s: taking it out of the client Service: %w", r.Kind, r.Victim, err)
+		}
+	}
 	var err error
 	switch r.Kind {
 	case Restart, Dormant, Fence:
@@ -94,4 +108,11 @@ func (d *Disrupter) ReplaceMember(ctx context.Context, c Cluster, member string)
 // DeletePVC deletes the data of a member that has left etcd.
 func (d *Disrupter) DeletePVC(ctx context.Context, c Cluster, member string) error {
 	return d.Do(ctx, c, Request{Kind: DeleteData, Victim: member})
+}
+
+// drains says which disruptions stop a serving voter, so its clients go elsewhere first. Fence is
+// quorum recovery (nobody is served), Dormant stops the whole cluster, DeleteData follows a
+// removal (the member left etcd already).
+func drains(k Kind) bool {
+	return k == Restart || k == Remove || k == Replace || k == Defragment
 }

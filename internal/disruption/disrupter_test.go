@@ -196,3 +196,49 @@ func TestDisrupterReadsAgain(t *testing.T) {
 		t.Errorf("nothing changed: the restart goes ahead: %v %v", err, rf.calls)
 	}
 }
+
+// drainer is a recorder whose effects can also drain.
+type drainer struct {
+	recorder
+	drainErr error
+}
+
+func (d *drainer) Drain(_ context.Context, m string) error {
+	d.calls = append(d.calls, "Drain "+m)
+	return d.drainErr
+}
+
+func TestDisrupterDrainsServingVotersFirst(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		c        func() Cluster
+		req      Request
+		drainErr error
+		want     []string
+	}{
+		{"restart", func() Cluster { return cluster(3) }, Request{Kind: Restart, Victim: "c-2"}, nil,
+			[]string{"Drain c-2", "DeletePod c-2"}},
+		{"replace", func() Cluster { return cluster(3) }, Request{Kind: Replace, Victim: "c-1"}, nil,
+			[]string{"Drain c-1", "RemoveMember c-1"}},
+		{"defragment", func() Cluster { return cluster(3) }, Request{Kind: Defragment, Victim: "c-1"}, nil,
+			[]string{"Drain c-1", "Defragment c-1"}},
+		{"a refused request drains nothing", func() Cluster { return cluster(3) }, Request{Kind: Restart, Victim: "c-0"}, nil, nil},
+		{"a learner serves no client", func() Cluster {
+			c := cluster(3)
+			c.Members[2].Voter, c.Members[2].Learner, c.Members[2].InFlight = false, true, true
+			return c
+		}, Request{Kind: Remove, Victim: "c-2"}, nil, []string{"RemoveMember c-2"}},
+		{"a failed drain stops the step", func() Cluster { return cluster(3) }, Request{Kind: Restart, Victim: "c-2"},
+			errors.New("patch refused"), []string{"Drain c-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &drainer{drainErr: tt.drainErr}
+			_ = New(e).Do(ctx, tt.c(), tt.req)
+			if !reflect.DeepEqual(e.calls, tt.want) {
+				t.Errorf("calls %q, want %q", e.calls, tt.want)
+			}
+		})
+	}
+}

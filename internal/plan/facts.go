@@ -151,8 +151,9 @@ type PVC struct {
 
 // Limits are the plan's thresholds.
 type Limits struct {
-	// CrashLoopRestarts: a member restarted more often than this (not OOM-killed) while the others
-	// hold quorum is replaced, if it also crash-loops now (see CrashLoopWindow).
+	// CrashLoopRestarts: a member whose etcd crashed more often than this (not OOM-killed; the
+	// restarts plus the crash the kubelet is backing off from) while the others hold quorum is
+	// replaced, if it also crash-loops now (see CrashLoopWindow).
 	CrashLoopRestarts int32
 	// CrashLoopWindow: a member counts as crash-looping only after its Pod has been unready this
 	// long, crashing within it, and etcd has not heard from it.
@@ -165,16 +166,16 @@ type Limits struct {
 	AppliedIndexTolerance uint64
 }
 
-// Default limits. Five restarts is about five minutes of kubelet back-off (10s, 20s, 40s, 80s,
-// 160s): long enough to ride out a slow disk or a DNS hiccup, short enough that a broken member does
-// not hold a roll for long. A learner gets ten minutes: catching up means receiving a snapshot of up
-// to the backend quota (8 GiB at most) over the peer network.
-//
-// The crash-loop window is the same five minutes: a member whose etcd answers, or that was ready
-// within the window, is never replaced, whatever its lifetime restart count says.
+// Default limits. Three crashes in a row with the kubelet's back-off (10 s, 20 s) take about 30 s;
+// with the Pod unready for 30 s, its etcd silent and the last crash recent, a member is replaced about
+// half a minute after its loop began. The evidence is what makes that safe, not the count: a member
+// whose etcd answers, or that was Ready within the window, is never replaced, and a slow start is no
+// crash (the startup probe allows 5 minutes before the kubelet restarts etcd). A learner gets ten
+// minutes: catching up means receiving a snapshot of up to the backend quota (8 GiB at most) over the
+// peer network.
 const (
-	DefaultCrashLoopRestarts int32         = 5
-	DefaultCrashLoopWindow   time.Duration = 5 * time.Minute
+	DefaultCrashLoopRestarts int32         = 2
+	DefaultCrashLoopWindow   time.Duration = 30 * time.Second
 	DefaultLearnerTimeout    time.Duration = 10 * time.Minute
 	DefaultStuckTerminating  time.Duration = 5 * time.Minute
 )

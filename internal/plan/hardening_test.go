@@ -42,7 +42,7 @@ func TestCrashLoopNeedsEvidence(t *testing.T) {
 		}
 	}
 	runPlanCases(t, []planCase{
-		{name: "six old restarts, briefly unready: kept", mutate: oldRestarts(30 * time.Second),
+		{name: "six old restarts, briefly unready: kept", mutate: oldRestarts(20 * time.Second),
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "six old restarts, unready for long without crashing (a long defrag): kept",
 			mutate: oldRestarts(20 * time.Minute), want: want{kind: Wait, reason: ReasonWaitingForHealth}},
@@ -52,7 +52,7 @@ func TestCrashLoopNeedsEvidence(t *testing.T) {
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "crash-looping for less than the window: not yet", mutate: func(f *Facts) {
 			f.crashing("c-2", 9, "Error")
-			f.m("c-2").Pod.NotReadySince = f.Now.Add(-2 * time.Minute)
+			f.m("c-2").Pod.NotReadySince = f.Now.Add(-20 * time.Second)
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "crash-looping for the window, etcd silent: replaced", mutate: func(f *Facts) { f.crashing("c-2", 9, "Error") },
 			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},

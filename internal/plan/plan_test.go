@@ -349,9 +349,17 @@ func TestPlanRepair(t *testing.T) {
 			want: want{kind: RemoveMember, member: "c-1", reason: ReasonDataLost, disruption: disruption.Replace}},
 		{name: "crash-looping: replace", mutate: crash("c-2", 6, "Error"),
 			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
-		{name: "crash-looping at the threshold: not yet", mutate: crash("c-2", 5, "Error"),
+		{name: "third crash, backing off: replace", mutate: crash("c-2", 2, "Error"),
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+		{name: "second crash: not yet", mutate: crash("c-2", 1, "Error"),
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
-		{name: "custom threshold", mutate: func(f *Facts) { crash("c-2", 3, "Error")(f); f.Limits.CrashLoopRestarts = 2 },
+		{name: "two restarts, not backing off (running again): not yet", mutate: func(f *Facts) {
+			crash("c-2", 2, "Error")(f)
+			f.m("c-2").Pod.BackOff = false
+		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "custom threshold: not yet", mutate: func(f *Facts) { crash("c-2", 5, "Error")(f); f.Limits.CrashLoopRestarts = 6 },
+			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "custom threshold", mutate: func(f *Facts) { crash("c-2", 6, "Error")(f); f.Limits.CrashLoopRestarts = 6 },
 			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
 		{name: "OOM-killed: a replacement would die the same way", mutate: crash("c-2", 50, "OOMKilled"),
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},

@@ -144,10 +144,15 @@ func (v *view) oomLooping(m *memberView) bool {
 // replays its WAL or defragments). All must hold: the Pod has been unready for the whole window; its
 // etcd container crashed within the window or the kubelet is backing off; its endpoint did not
 // answer (a member that answers holds data etcd accepts, so it is never wiped for restarts); and
-// it restarted more often than the threshold.
+// it crashed more often than the threshold.
 func (v *view) restartLooping(m *memberView) bool {
 	p, l, now := m.Pod, v.lim, v.f.Now
-	if !p.Exists || p.Ready || p.Deleting || p.Failed || p.RestartCount <= l.CrashLoopRestarts {
+	// The crash the kubelet is backing off from is not counted in RestartCount yet.
+	crashes := p.RestartCount
+	if p.BackOff {
+		crashes++
+	}
+	if !p.Exists || p.Ready || p.Deleting || p.Failed || crashes <= l.CrashLoopRestarts {
 		return false
 	}
 	if m.ep != nil && m.ep.Reachable {

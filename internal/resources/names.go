@@ -20,6 +20,9 @@ const (
 	// LabelVoter is "true" on Pods of voting members; the client Service selects it so learners
 	// never receive client traffic.
 	LabelVoter = "etcd.steward.dev/voter"
+	// VoterDraining is LabelVoter's value on a voter about to be stopped: out of the client Service
+	// (and of the PodDisruptionBudget's count, which then allows no eviction while it goes).
+	VoterDraining = "draining"
 )
 
 // Ports etcd listens on inside each member Pod.

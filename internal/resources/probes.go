@@ -40,13 +40,18 @@ func readinessPath(version string) string {
 	return "/readyz?exclude=linearizable_read&exclude=non_learner&exclude=data_corruption"
 }
 
-func probe(path string, failures int32) *corev1.Probe {
+// probe checks path every period seconds. Startup and readiness look every second: a restarted
+// member is back in the client Service, and the roll moves on, within a second of serving, where a
+// 5 s period cost up to 10 s per member (a startup probe and then a readiness probe each waiting
+// out a period). The startup budget stays 5 minutes (a large WAL replays slowly). Liveness keeps a
+// slow period: restarting etcd is the one thing it can do, and never on a blip.
+func probe(path string, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: path, Port: intstr.FromInt32(MetricsPort),
 		}},
-		PeriodSeconds:    5,
-		TimeoutSeconds:   3,
+		PeriodSeconds:    period,
+		TimeoutSeconds:   min(period*2, 3),
 		FailureThreshold: failures,
 	}
 }

@@ -81,3 +81,27 @@ func get(t *testing.T, url string) int {
 	_ = resp.Body.Close()
 	return resp.StatusCode
 }
+
+// A restarted member rejoins the client Service within a second of serving (a 5 s period cost up to
+// 10 s per member: startup, then readiness, each waiting out a period), while a slow start keeps
+// its 5-minute budget and a blip never has the kubelet restart etcd.
+func TestProbeTiming(t *testing.T) {
+	c := Pod(member(cluster(func(*stewardv1.EtcdCluster) {})), "repo").Spec.Containers[0]
+	budget := func(p *corev1.Probe) time.Duration {
+		return time.Duration(p.PeriodSeconds*p.FailureThreshold) * time.Second
+	}
+	if c.ReadinessProbe.PeriodSeconds > 1 || c.StartupProbe.PeriodSeconds > 1 {
+		t.Errorf("readiness every %ds, startup every %ds: want 1 s", c.ReadinessProbe.PeriodSeconds, c.StartupProbe.PeriodSeconds)
+	}
+	if b := budget(c.StartupProbe); b < 5*time.Minute {
+		t.Errorf("startup budget %v, want at least 5m (WAL replay)", b)
+	}
+	if b := budget(c.LivenessProbe); b < 40*time.Second {
+		t.Errorf("liveness budget %v, want at least 40s", b)
+	}
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+		if p.TimeoutSeconds < 1 || p.TimeoutSeconds > 3 {
+			t.Errorf("probe timeout %ds", p.TimeoutSeconds)
+		}
+	}
+}

@@ -186,7 +186,8 @@ func hostPID(t *testing.T, fragments ...string) int {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if !strings.Contains(cmd, "etcd") {
+		// Not the wrapper that runs etcd as its child (`steward member run-etcd … -- etcd …`).
+		if !strings.Contains(cmd, "etcd") || strings.Contains(cmd, "member run-etcd") {
 			continue
 		}
 		all := true

@@ -165,10 +165,10 @@ func TestRepairCrashLoop(t *testing.T) {
 	t.Parallel()
 	// Overwrite the backend under the running process and kill it: on restart etcd cannot open
 	// its database and exits, again and again. (The WAL stays: the data check passes, and this is
-	// the crash-loop path; TestRepairDataLost is the lost-data one.) Five kubelet back-offs take
-	// about 5.5 minutes before the member counts as crash-looping.
+	// the crash-loop path; TestRepairDataLost is the lost-data one.) Three crashes with the
+	// kubelet's back-off and 30 s unready make it a crash loop.
 	breakAndReplace(t, "echo garbage > "+resources.DataMountPath+"/data/member/snap/db && kill 1",
-		"a crash-looping PVC member", 9*time.Minute)
+		"a crash-looping PVC member", 4*time.Minute)
 }
 
 // breakAndReplace runs a command in a follower's etcd container of a settled 3-member PVC cluster,

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
@@ -26,6 +27,7 @@ type rollWatch struct {
 	ns, name string
 	traffic  *framework.Traffic
 	monitor  *framework.Monitor
+	pods     *framework.PodTimes
 	changed  time.Time // when the test changed the spec
 
 	mu      sync.Mutex
@@ -38,6 +40,12 @@ func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
 	w := &rollWatch{t: t, ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{})}
 	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/"})
 	w.monitor = monitor(t, ns, name, func() []string { return memberNames(name, replicas) })
+	pods, err := f.WatchPodTimes(ns, resources.LabelCluster+"="+name, resources.LabelVoter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.pods = pods
+	t.Cleanup(pods.Stop)
 	go w.pollLeader()
 	t.Cleanup(w.halt)
 	// Steady state first, so latency during the roll has something to be compared with.
@@ -106,6 +114,13 @@ func (w *rollWatch) finish(label string, maxUnavailable int) {
 	before, during := split(h, w.changed)
 	t.Logf("MEASURE %s: roll %.1fs; leaders %v; handoffs %d", label, time.Since(w.changed).Seconds(),
 		w.leaders, len(eventsWith(t, w.ns, w.name, "MoveLeader")))
+	restarts := w.pods.Restarts()
+	var worst time.Duration
+	for _, r := range restarts {
+		worst = max(worst, r.Unavailable())
+	}
+	t.Logf("MEASURE %s: %d member restarts, longest unavailable %.2fs\n%s", label, len(restarts), worst.Seconds(),
+		framework.Summary(restarts))
 	t.Logf("MEASURE %s steady: %s", label, before.Summary())
 	t.Logf("MEASURE %s during roll: %s", label, during.Summary())
 }

@@ -1,0 +1,157 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// PodTimes watches a cluster's member Pods and timestamps, at the test's clock with millisecond
+// precision (Kubernetes' own timestamps have whole seconds), each step of a member's restart:
+// the old Pod's deletion seen, the old Pod gone, the new Pod created, etcd's container running,
+// Ready. It also records when each member left the client Service (its voter label dropped).
+type PodTimes struct {
+	mu     sync.Mutex
+	pods   map[string]*podTrack // by UID
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type podTrack struct {
+	member                                          string
+	added, unlisted, deleting, gone, running, ready time.Time
+}
+
+// MemberRestart is one member's restart, each step as an offset from Deleting.
+type MemberRestart struct {
+	Member string
+	// Deleting: the old Pod's deletionTimestamp seen (etcd got SIGTERM).
+	Deleting time.Time
+	// Unlisted: the old Pod left the client Service before deletion (0 when it did not).
+	Unlisted, Gone, Created, Running, Ready time.Duration
+}
+
+// Unavailable is how long the member served no client: from its deletion until its new Pod is
+// Ready.
+func (r MemberRestart) Unavailable() time.Duration { return r.Ready }
+
+func (r MemberRestart) String() string {
+	return fmt.Sprintf("%s: out of Service %s before delete; deleted → gone %s → created %s → running %s → Ready %s",
+		r.Member, ms(r.Unlisted), ms(r.Gone), ms(r.Created), ms(r.Running), ms(r.Ready))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+// WatchPodTimes starts recording Pods matching labelSelector in ns; voterLabel is the label the
+// client Service selects on.
+func (f *Framework) WatchPodTimes(ns, labelSelector, voterLabel string) (*PodTimes, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := f.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: labelSelector})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	pt := &PodTimes{pods: map[string]*podTrack{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(pt.done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				pt.observe(ev.Type, p, voterLabel, time.Now())
+			}
+		}
+	}()
+	return pt, nil
+}
+
+func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string, now time.Time) {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	tr := pt.pods[string(p.UID)]
+	if tr == nil {
+		tr = &podTrack{member: p.Labels["etcd.steward.dev/member"]}
+		if t == watch.Added && p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
+			tr.added = now // created while we watched
+		}
+		pt.pods[string(p.UID)] = tr
+	}
+	set := func(at *time.Time, cond bool) {
+		if cond && at.IsZero() {
+			*at = now
+		}
+	}
+	set(&tr.unlisted, p.Labels[voterLabel] != "true" && p.DeletionTimestamp == nil && !tr.ready.IsZero())
+	set(&tr.deleting, p.DeletionTimestamp != nil)
+	set(&tr.gone, t == watch.Deleted)
+	for _, c := range p.Status.ContainerStatuses {
+		set(&tr.running, c.Name == "etcd" && c.State.Running != nil)
+	}
+	for _, c := range p.Status.Conditions {
+		set(&tr.ready, c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+	}
+}
+
+// Stop ends the watch.
+func (pt *PodTimes) Stop() {
+	pt.cancel()
+	<-pt.done
+}
+
+// Restarts pairs each deleted Pod with the next Pod of the same member, in deletion order.
+func (pt *PodTimes) Restarts() []MemberRestart {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	var olds []*podTrack
+	for _, tr := range pt.pods {
+		if !tr.deleting.IsZero() {
+			olds = append(olds, tr)
+		}
+	}
+	sort.Slice(olds, func(i, j int) bool { return olds[i].deleting.Before(olds[j].deleting) })
+	var out []MemberRestart
+	for _, old := range olds {
+		var next *podTrack
+		for _, tr := range pt.pods {
+			if tr.member == old.member && !tr.added.IsZero() && !tr.added.Before(old.deleting) &&
+				(next == nil || tr.added.Before(next.added)) {
+				next = tr
+			}
+		}
+		r := MemberRestart{Member: old.member, Deleting: old.deleting, Gone: since(old.gone, old.deleting)}
+		if !old.unlisted.IsZero() {
+			r.Unlisted = old.deleting.Sub(old.unlisted)
+		}
+		if next != nil {
+			r.Created, r.Running, r.Ready = since(next.added, old.deleting), since(next.running, old.deleting), since(next.ready, old.deleting)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func since(t, from time.Time) time.Duration {
+	if t.IsZero() {
+		return -1
+	}
+	return t.Sub(from)
+}
+
+// Summary is one line per restart, then the gaps between one member Ready and the next deletion
+// (the recovery gate's share).
+func Summary(rs []MemberRestart) string {
+	var b strings.Builder
+	for i, r := range rs {
+		b.WriteString(r.String())
+		if i+1 < len(rs) && r.Ready >= 0 {
+			fmt.Fprintf(&b, "; Ready → next deletion %s", ms(rs[i+1].Deleting.Sub(r.Deleting.Add(r.Ready))))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
