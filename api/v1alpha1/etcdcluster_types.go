@@ -265,6 +265,11 @@ type RolloutStatus struct {
 	// +optional
 	// +listType=atomic
 	Pending []string `json:"pending,omitempty"`
+	// inPlace are the outdated members whose change goes without a restart: CPU and memory resized
+	// in the running Pod (the others restart, or are replaced on memory storage).
+	// +optional
+	// +listType=atomic
+	InPlace []string `json:"inPlace,omitempty"`
 	// waitingFor says why the engine is not rolling right now, if it is not.
 	// +optional
 	WaitingFor string `json:"waitingFor,omitempty"`

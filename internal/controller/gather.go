@@ -115,7 +115,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 	}
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
 		ForceNewCluster: p.Annotations[resources.AnnotationForceNewCluster] == "true",
-		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p)}
+		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p)}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}

@@ -56,6 +56,7 @@ const (
 	ReasonRollingMember    Reason = "RollingMember"
 	ReasonMovingLeader     Reason = "MovingLeader"
 	ReasonPatchingMetadata Reason = "PatchingPodMetadata"
+	ReasonResizing         Reason = "ResizingInPlace"
 	ReasonWaitingForHealth Reason = "WaitingForHealth"
 	ReasonBlocked          Reason = "Blocked"
 	ReasonWaitingDeletion  Reason = "WaitingForDeletion"
@@ -105,6 +106,9 @@ const (
 	ChangeMetadata
 	// ChangeExpand: the PVC is smaller than the target size: expanded in place.
 	ChangeExpand
+	// ChangeResize: only the container's CPU and memory differ, in a way the kubelet can apply to
+	// the running Pod: resized in place, no restart.
+	ChangeResize
 )
 
 // Has reports whether c includes x.
@@ -118,7 +122,7 @@ func (c Change) String() string {
 	for _, p := range []struct {
 		c Change
 		n string
-	}{{ChangeRoll, "roll"}, {ChangeMetadata, "metadata"}, {ChangeExpand, "expand"}} {
+	}{{ChangeRoll, "roll"}, {ChangeMetadata, "metadata"}, {ChangeExpand, "expand"}, {ChangeResize, "resize"}} {
 		if c.Has(p.c) {
 			if s != "" {
 				s += "+"
@@ -141,9 +145,10 @@ type Decision struct {
 	// Changes maps each member to what it needs; Updated lists members needing nothing.
 	Changes map[string]Change
 	// Outdated are members needing any change, by ordinal; Order are the members still to roll
-	// (restart or replace), in the order they will go.
+	// (resize in place, restart or replace), in the order they will go; InPlace those resized.
 	Outdated []string
 	Order    []string
+	InPlace  []string
 	// Members, ReadyMembers, UpdatedMembers and Rollout are ready for EtcdCluster.status.
 	Members        []v1alpha1.MemberStatus
 	ReadyMembers   int32

@@ -17,10 +17,10 @@ func TestRolloutDocMatchesCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `([a-zA-Z]+)`[^|]*\\| ([^|]+) \\| ([^|]+) \\|$")
-	doc := map[string][2]string{}
+	row := regexp.MustCompile("(?m)^\\| `([a-zA-Z]+)`[^|]*\\| ([^|]+) \\| ([^|]+) \\| ([^|]+) \\|$")
+	doc := map[string][3]string{}
 	for _, m := range row.FindAllStringSubmatch(string(raw), -1) {
-		doc[m[1]] = [2]string{strings.TrimSpace(m[2]), strings.TrimSpace(m[3])}
+		doc[m[1]] = [3]string{strings.TrimSpace(m[2]), strings.TrimSpace(m[3]), strings.TrimSpace(m[4])}
 	}
 	jsonName := map[string]string{}
 	typ := reflect.TypeOf(v1alpha1.MemberTemplate{})
@@ -48,7 +48,7 @@ func TestRolloutDocMatchesCompare(t *testing.T) {
 			t.Errorf("docs/rollout.md has no row for `%s`", name)
 			continue
 		}
-		if want := [2]string{words(c.pvc, "pvc"), words(c.memory, "memory")}; got != want {
+		if want := [3]string{words(c.pvc, "pvc"), words(c.memory, "memory"), c.inPlace}; got != want {
 			t.Errorf("docs/rollout.md says `%s` does %q; the planner does %q", name, got, want)
 		}
 	}

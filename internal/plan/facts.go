@@ -131,6 +131,22 @@ type Pod struct {
 	ForceNewCluster bool
 	// Unschedulable is true when the scheduler reported the Pod cannot be placed.
 	Unschedulable bool
+	// Resize is the state of an in-place resize of the etcd container.
+	Resize Resize
+}
+
+// Resize is what the Pod says of its etcd container's resources.
+type Resize struct {
+	// Spec is what the Pod spec asks for now (a resize request changes it at once).
+	Spec corev1.ResourceRequirements
+	// Applied: the kubelet has seen the Pod spec's latest generation and runs the container with
+	// those resources (no resize pending or in progress).
+	Applied bool
+	// Pending is the PodResizePending condition's reason (Infeasible, Deferred), since PendingSince.
+	Pending      string
+	PendingSince time.Time
+	// Refused is why the API server refused a resize (recorded on the Pod by the controller).
+	Refused string
 }
 
 // PVC is what the controller saw of the member's PersistentVolumeClaim.
@@ -162,6 +178,9 @@ type Limits struct {
 	StuckTerminating time.Duration
 	// LearnerTimeout: a learner not promotable for this long is removed and retried.
 	LearnerTimeout time.Duration
+	// ResizeDeferred: a resize the kubelet defers (not enough room on the node now) this long is
+	// given up for a restart onto the new template.
+	ResizeDeferred time.Duration
 	// AppliedIndexTolerance for the recovery gate (health.DefaultAppliedIndexTolerance).
 	AppliedIndexTolerance uint64
 }
@@ -178,6 +197,7 @@ const (
 	DefaultCrashLoopWindow   time.Duration = 30 * time.Second
 	DefaultLearnerTimeout    time.Duration = 10 * time.Minute
 	DefaultStuckTerminating  time.Duration = 5 * time.Minute
+	DefaultResizeDeferred    time.Duration = time.Minute
 )
 
 func (l Limits) withDefaults() Limits {
@@ -186,6 +206,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.CrashLoopWindow == 0 {
 		l.CrashLoopWindow = DefaultCrashLoopWindow
+	}
+	if l.ResizeDeferred == 0 {
+		l.ResizeDeferred = DefaultResizeDeferred
 	}
 	if l.StuckTerminating == 0 {
 		l.StuckTerminating = DefaultStuckTerminating

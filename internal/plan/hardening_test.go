@@ -58,7 +58,18 @@ func TestCrashLoopNeedsEvidence(t *testing.T) {
 			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
 		{name: "crash-looping and backing off, last exit a while ago: replaced", mutate: func(f *Facts) {
 			f.crashing("c-2", 9, "Error")
-			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-time.Hour)
+			f.m("c-2").Pod.NotReadySince = f.Now.Add(-10 * time.Minute)
+			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-4 * time.Minute)
+		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+		{name: "killed three times while serving, waiting out a 40 s back-off: kept", mutate: func(f *Facts) {
+			f.crashing("c-2", 2, "Error")
+			f.m("c-2").Pod.NotReadySince = f.Now.Add(-35 * time.Second)
+			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-35 * time.Second)
+		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
+		{name: "killed while serving, then crashing on every start: replaced", mutate: func(f *Facts) {
+			f.crashing("c-2", 2, "Error")
+			f.m("c-2").Pod.NotReadySince = f.Now.Add(-35 * time.Second)
+			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-4 * time.Second)
 		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
 	})
 }

@@ -20,6 +20,9 @@ func (v *view) roll() (Action, bool) {
 			return act(PatchPodMetadata, m.Name, ReasonPatchingMetadata, "patching %s's Pod labels and annotations in place", m.Name), true
 		}
 	}
+	if a, ok := v.resize(); ok {
+		return a, true
+	}
 	order := v.rollOrder()
 	if len(order) == 0 {
 		return Action{}, false
@@ -86,6 +89,11 @@ func (v *view) rollOrder() []*memberView {
 			out = append(out, m)
 		}
 	}
+	return v.byRollOrder(out)
+}
+
+// byRollOrder sorts members as the roll takes them.
+func (v *view) byRollOrder(out []*memberView) []*memberView {
 	group := func(m *memberView) int {
 		switch {
 		case !m.available():

@@ -134,6 +134,21 @@ func (w *world) applyObject(m *wMember, a Action) {
 		}
 		md := w.observed().PodMetadata
 		m.pod.template.PodMetadata, m.template.PodMetadata = md, *md.DeepCopy()
+	case ResizePod:
+		if m.pod == nil || m.pod.deleting > 0 {
+			w.violate("ResizePod %s without a running Pod", m.name)
+			return
+		}
+		o := w.observed()
+		r := o.Resources.DeepCopy()
+		m.pod.resources, m.pod.resizing = r, true
+		w.resizes++
+	case RecordResize:
+		if m.pod == nil || m.pod.resizing || m.pod.resources == nil {
+			w.violate("RecordResize %s before the kubelet applied a resize", m.name)
+			return
+		}
+		m.pod.template.Resources, m.template.Resources = *m.pod.resources.DeepCopy(), *m.pod.resources.DeepCopy()
 	case ExpandPVC:
 		size := *w.observed().Storage.Size
 		m.pvc.requested = size.DeepCopy()

@@ -36,6 +36,9 @@ func (w *world) tick() {
 
 func (w *world) tickPod(m *wMember) {
 	p := m.pod
+	if p != nil && p.running && p.deleting == 0 {
+		p.resizing = false // the kubelet applies a resize to the running container
+	}
 	switch {
 	case p == nil:
 		return
@@ -193,6 +196,10 @@ func (w *world) memberFacts(m *wMember) Member {
 			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
 			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy()}
+		fm.Pod.Resize = Resize{Spec: *p.template.Resources.DeepCopy(), Applied: !p.resizing}
+		if p.resources != nil {
+			fm.Pod.Resize.Spec = *p.resources.DeepCopy()
+		}
 		if p.failed {
 			fm.Pod.Phase = corev1.PodFailed
 		}

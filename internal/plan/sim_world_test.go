@@ -7,6 +7,7 @@ package plan
 
 import (
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"math/rand"
 	"sort"
 	"strconv"
@@ -24,6 +25,7 @@ type world struct {
 	t          testing.TB
 	rng        *rand.Rand
 	crashRate  float64 // chance an action stops half-way, as if the operator died mid-step
+	resizes    int     // in-place resizes requested
 	crashes    int     // how many steps did
 	cluster    *v1alpha1.EtcdCluster
 	members    []*wMember
@@ -99,6 +101,10 @@ type wPod struct {
 	failed        bool // phase Failed (evicted): its containers never run again
 	stalled       int  // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
 	unready       bool // etcd serves, but the readiness probe fails (an alarm, a slow probe)
+	// resources is the Pod spec's etcd container resources after an in-place resize (nil: the
+	// template's); resizing until the kubelet applied them (the next tick).
+	resources *corev1.ResourceRequirements
+	resizing  bool
 	// what the kubelet reports: when the Pod last turned unready, when etcd last exited.
 	notReadySince  time.Time
 	lastTerminated time.Time

@@ -32,6 +32,10 @@ func (v *view) fillStatus(d *Decision) {
 			d.ReadyMembers++
 		}
 	}
+	for _, m := range v.byRollOrder(v.resizeMembers()) {
+		d.Order = append(d.Order, m.Name)
+		d.InPlace = append(d.InPlace, m.Name)
+	}
 	for _, m := range v.rollOrder() {
 		d.Order = append(d.Order, m.Name)
 	}
@@ -119,9 +123,10 @@ func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
 	}
 	r := &v1alpha1.RolloutStatus{}
 	switch d.Action.Reason {
-	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingMetadata:
+	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingMetadata, ReasonResizing:
 		r.Member = d.Action.Member
 	}
+	r.InPlace = d.InPlace
 	for _, n := range d.Order {
 		if n != r.Member {
 			r.Pending = append(r.Pending, n)
@@ -266,7 +271,8 @@ func (v *view) rollingUpdate(d *Decision) metav1.Condition {
 			"to rebuild them on the new template", strings.Join(d.Order, ", "))
 	case v.rollBlocked != "":
 		return cond(ConditionRollingUpdate, true, ReasonBlocked, "%s", v.rollBlocked)
-	case a.Reason == ReasonRollingMember || a.Reason == ReasonMovingLeader || a.Reason == ReasonPatchingMetadata:
+	case a.Reason == ReasonRollingMember || a.Reason == ReasonMovingLeader || a.Reason == ReasonPatchingMetadata ||
+		a.Reason == ReasonResizing:
 		return cond(ConditionRollingUpdate, true, ReasonRollingMember, "%s; outdated: %s", a.Message, outdated)
 	}
 	return cond(ConditionRollingUpdate, true, ReasonWaitingForHealth, "%s; outdated: %s", a.Message, outdated)

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -12,16 +13,24 @@ import (
 // structural (equality.Semantic: quantities by value, nil and empty alike); no hash is trusted.
 //
 //   - storage.retentionPolicy touches no running member and is ignored.
+//
 //   - podMetadata is patched in place, so a difference there alone is ChangeMetadata.
+//
 //   - on PVC storage, storage.size is an expansion of the PVC, not a roll; whether it is needed is
 //     read from the PVC itself (see expansionNeeded), not from the template. On memory storage the
 //     size is the tmpfs limit in the Pod spec, so it rolls.
+//
+//   - a change of CPU or memory alone is a resize of the running Pod (see resizable).
 //
 // Everything else reaches the Pod spec or etcd's flags and needs a roll.
 func Compare(member, target v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) Change {
 	m, t := rollable(member, medium), rollable(target, medium)
 	var c Change
-	if !equality.Semantic.DeepEqual(m, t) {
+	switch {
+	case equality.Semantic.DeepEqual(m, t):
+	case resizable(m, t):
+		c |= ChangeResize
+	default:
 		c |= ChangeRoll
 	}
 	if !equality.Semantic.DeepEqual(member.PodMetadata, target.PodMetadata) {
@@ -127,4 +136,57 @@ func (v *view) safePoint() bool {
 		}
 	}
 	return true
+}
+
+// resizable says whether two rollable templates differ only in the etcd container's CPU and memory,
+// in a way Kubernetes resizes a running Pod: the same resources requested and limited (values
+// change, keys neither appear nor go), the same QoS class (the API refuses a resize that changes
+// it), and no memory limit lowered: Steward cannot prove the member's use stays under a lower
+// limit, and an OOM kill is a worse disruption than a planned restart.
+func resizable(m, t v1alpha1.MemberTemplate) bool {
+	mr, tr := m.Resources, t.Resources
+	m.Resources, t.Resources = corev1.ResourceRequirements{}, corev1.ResourceRequirements{}
+	if !equality.Semantic.DeepEqual(m, t) || len(mr.Claims)+len(tr.Claims) > 0 {
+		return false
+	}
+	for _, pair := range [][2]corev1.ResourceList{{mr.Requests, tr.Requests}, {mr.Limits, tr.Limits}} {
+		if !sameCPUMemoryKeys(pair[0], pair[1]) {
+			return false
+		}
+	}
+	if old, ok := mr.Limits[corev1.ResourceMemory]; ok && tr.Limits.Memory().Cmp(old) < 0 {
+		return false
+	}
+	return qos(mr) == qos(tr)
+}
+
+func sameCPUMemoryKeys(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok || (k != corev1.ResourceCPU && k != corev1.ResourceMemory) {
+			return false
+		}
+	}
+	return true
+}
+
+// qos is the Pod QoS class a single container's resources give (the Pod has one container that
+// requests anything).
+func qos(r corev1.ResourceRequirements) corev1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	for _, k := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		l, ok := r.Limits[k]
+		if !ok {
+			return corev1.PodQOSBurstable
+		}
+		// A request left out defaults to the limit.
+		if req, ok := r.Requests[k]; ok && req.Cmp(l) != 0 {
+			return corev1.PodQOSBurstable
+		}
+	}
+	return corev1.PodQOSGuaranteed
 }

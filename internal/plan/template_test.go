@@ -18,24 +18,27 @@ var fieldCases = []struct {
 	edit   func(t *v1alpha1.MemberTemplate)
 	pvc    Change
 	memory Change
+	// inPlace is what happens without a restart, whatever the storage (docs/rollout.md's third
+	// column); resizeCases prove the resize.
+	inPlace string
 }{
-	{"Version", func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll},
-	{"Image", func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll},
+	{"Version", func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll, "—"},
+	{"Image", func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll, "—"},
 	{"ImagePullSecrets", func(t *v1alpha1.MemberTemplate) {
 		t.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
-	}, ChangeRoll, ChangeRoll},
-	{"Storage", func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("8Gi") }, 0, ChangeRoll},
-	{"Resources", cpu("250m"), ChangeRoll, ChangeRoll},
+	}, ChangeRoll, ChangeRoll, "—"},
+	{"Storage", func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("8Gi") }, 0, ChangeRoll, "PVC expansion (PVC storage)"},
+	{"Resources", cpu("250m"), ChangeRoll, ChangeRoll, "resize: CPU and memory values"},
 	{"Affinity", func(t *v1alpha1.MemberTemplate) { t.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}} },
-		ChangeRoll, ChangeRoll},
+		ChangeRoll, ChangeRoll, "—"},
 	{"TopologySpreadConstraints", func(t *v1alpha1.MemberTemplate) {
 		t.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}}
-	}, ChangeRoll, ChangeRoll},
-	{"NodeSelector", func(t *v1alpha1.MemberTemplate) { t.NodeSelector = map[string]string{"disk": "ssd"} }, ChangeRoll, ChangeRoll},
-	{"Tolerations", func(t *v1alpha1.MemberTemplate) { t.Tolerations = []corev1.Toleration{{Key: "etcd"}} }, ChangeRoll, ChangeRoll},
-	{"PriorityClassName", func(t *v1alpha1.MemberTemplate) { t.PriorityClassName = "system-cluster-critical" }, ChangeRoll, ChangeRoll},
-	{"PodMetadata", func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata},
-	{"Options", func(t *v1alpha1.MemberTemplate) { t.Options.SnapshotCount = ptrTo(int64(5000)) }, ChangeRoll, ChangeRoll},
+	}, ChangeRoll, ChangeRoll, "—"},
+	{"NodeSelector", func(t *v1alpha1.MemberTemplate) { t.NodeSelector = map[string]string{"disk": "ssd"} }, ChangeRoll, ChangeRoll, "—"},
+	{"Tolerations", func(t *v1alpha1.MemberTemplate) { t.Tolerations = []corev1.Toleration{{Key: "etcd"}} }, ChangeRoll, ChangeRoll, "—"},
+	{"PriorityClassName", func(t *v1alpha1.MemberTemplate) { t.PriorityClassName = "system-cluster-critical" }, ChangeRoll, ChangeRoll, "—"},
+	{"PodMetadata", func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata, "patch"},
+	{"Options", func(t *v1alpha1.MemberTemplate) { t.Options.SnapshotCount = ptrTo(int64(5000)) }, ChangeRoll, ChangeRoll, "—"},
 }
 
 // moreCases are finer points of the same comparison.
@@ -90,6 +93,62 @@ func TestCompare(t *testing.T) {
 	}
 	for _, c := range moreCases {
 		t.Run(c.name, func(t *testing.T) { check(t, c.edit, c.pvc, c.memory) })
+	}
+}
+
+// resizeCases: CPU and memory values change on a running Pod without a restart; anything the
+// kubelet cannot resize in place, or that Steward cannot prove safe, rolls.
+var resizeCases = []struct {
+	name     string
+	from, to corev1.ResourceRequirements
+	with     func(t *v1alpha1.MemberTemplate)
+	want     Change
+}{
+	{"cpu request up", res("100m", "", "", ""), res("250m", "", "", ""), nil, ChangeResize},
+	{"cpu and memory requests down", res("500m", "1Gi", "", ""), res("250m", "512Mi", "", ""), nil, ChangeResize},
+	{"memory limit up", res("", "256Mi", "", "1Gi"), res("", "256Mi", "", "2Gi"), nil, ChangeResize},
+	{"memory limit down: the member may use more", res("", "256Mi", "", "2Gi"), res("", "256Mi", "", "1Gi"), nil, ChangeRoll},
+	{"a request appears", res("", "", "", ""), res("100m", "", "", ""), nil, ChangeRoll},
+	{"a limit goes", res("100m", "", "1", ""), res("100m", "", "", ""), nil, ChangeRoll},
+	{"Guaranteed stays Guaranteed", res("1", "1Gi", "1", "1Gi"), res("2", "1Gi", "2", "1Gi"), nil, ChangeResize},
+	{"Guaranteed to Burstable: QoS is immutable", res("1", "1Gi", "1", "1Gi"), res("500m", "1Gi", "1", "1Gi"), nil, ChangeRoll},
+	{"resources and a version", res("100m", "", "", ""), res("250m", "", "", ""),
+		func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll},
+	{"resources and metadata", res("100m", "", "", ""), res("250m", "", "", ""),
+		func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeResize | ChangeMetadata},
+}
+
+func res(cpuReq, memReq, cpuLim, memLim string) corev1.ResourceRequirements {
+	list := func(c, m string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if c != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(c)
+		}
+		if m != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(m)
+		}
+		if len(l) == 0 {
+			return nil
+		}
+		return l
+	}
+	return corev1.ResourceRequirements{Requests: list(cpuReq, memReq), Limits: list(cpuLim, memLim)}
+}
+
+func TestCompareResize(t *testing.T) {
+	for _, c := range resizeCases {
+		t.Run(c.name, func(t *testing.T) {
+			from, to := template("3.5.17"), template("3.5.17")
+			from.Resources, to.Resources = c.from, c.to
+			if c.with != nil {
+				c.with(&to)
+			}
+			for _, medium := range []v1alpha1.StorageMedium{v1alpha1.StorageMediumDefault, memory} {
+				if got := Compare(from, to, medium); got != c.want {
+					t.Errorf("%q: Compare = %s, want %s", medium, got, c.want)
+				}
+			}
+		})
 	}
 }
 

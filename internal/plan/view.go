@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"time"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -71,6 +73,9 @@ func (v *view) setTarget(t v1alpha1.MemberTemplate) {
 	v.target = t
 	for _, m := range v.members {
 		m.change = Compare(m.Template, t, v.f.medium())
+		if m.change.Has(ChangeResize) && v.resizeGivenUp(m) != "" {
+			m.change = m.change&^ChangeResize | ChangeRoll
+		}
 		if m.TrustOutdated {
 			m.change |= ChangeRoll
 		}
@@ -143,8 +148,11 @@ func (v *view) oomLooping(m *memberView) bool {
 // alone (six restarts gathered over months say nothing about a Pod that is briefly unready while it
 // replays its WAL or defragments). All must hold: the Pod has been unready for the whole window; its
 // etcd container crashed within the window or the kubelet is backing off; its endpoint did not
-// answer (a member that answers holds data etcd accepts, so it is never wiped for restarts); and
-// it crashed more often than the threshold.
+// answer (a member that answers holds data etcd accepts, so it is never wiped for restarts); its
+// last crash came during a start; and it crashed more often than the threshold.
+// crashWhileStarting: a crash this long after the Pod went unready happened during a start.
+const crashWhileStarting = 5 * time.Second
+
 func (v *view) restartLooping(m *memberView) bool {
 	p, l, now := m.Pod, v.lim, v.f.Now
 	// The crash the kubelet is backing off from is not counted in RestartCount yet.
@@ -160,7 +168,11 @@ func (v *view) restartLooping(m *memberView) bool {
 	}
 	recentCrash := p.BackOff || (!p.LastTerminatedAt.IsZero() && now.Sub(p.LastTerminatedAt) <= l.CrashLoopWindow)
 	unreadyLong := !p.NotReadySince.IsZero() && now.Sub(p.NotReadySince) >= l.CrashLoopWindow
-	return recentCrash && unreadyLong
+	// The last crash came while starting, after the Pod had gone unready, not while it served: a
+	// member killed again and again while Ready in between (its data fine) waits out the kubelet's
+	// growing back-off unready, which alone would look like a loop once the back-off passes the window.
+	crashedStarting := !p.LastTerminatedAt.IsZero() && p.LastTerminatedAt.Sub(p.NotReadySince) >= crashWhileStarting
+	return recentCrash && unreadyLong && crashedStarting
 }
 
 func (m *memberView) recordedID() string { return strconv.FormatUint(m.id(), 16) }

@@ -37,3 +37,9 @@ func PodTemplate(p *corev1.Pod) *stewardv1.MemberTemplate {
 	}
 	return &t
 }
+
+// SetPodTemplate records on a Pod the member template it runs now, after an in-place change (a
+// resize) brought it there without a rebuild.
+func SetPodTemplate(p *corev1.Pod, t *stewardv1.MemberTemplate) {
+	p.Annotations = withKey(p.Annotations, AnnotationTemplate, templateAnnotation(t))
+}

@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/plan"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+
+// AnnotationResizeRefused on a member Pod says why the API server refused to resize it in place;
+// the planner then rolls the member onto the new resources instead.
+const AnnotationResizeRefused = "etcd.steward.dev/resize-refused"
+
+// resizeFacts reads the in-place resize state of the etcd container.
+func resizeFacts(p *corev1.Pod) plan.Resize {
+	var out plan.Resize
+	for _, c := range p.Spec.Containers {
+		if c.Name == "etcd" {
+			out.Spec = *c.Resources.DeepCopy()
+		}
+	}
+	out.Refused = p.Annotations[AnnotationResizeRefused]
+	busy := false
+	for _, c := range p.Status.Conditions {
+		switch c.Type {
+		case corev1.PodResizePending:
+			if c.Status == corev1.ConditionTrue {
+				busy, out.Pending, out.PendingSince = true, c.Reason, c.LastTransitionTime.Time
+			}
+		case corev1.PodResizeInProgress:
+			busy = busy || c.Status == corev1.ConditionTrue
+		}
+	}
+	// The kubelet has seen the latest spec (a resize bumps the generation) and reports the
+	// container's resources as the spec asks.
+	seen := p.Status.ObservedGeneration >= p.Generation
+	applied := false
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "etcd" && cs.Resources != nil {
+			applied = equality.Semantic.DeepEqual(cs.Resources.Requests, out.Spec.Requests) &&
+				equality.Semantic.DeepEqual(cs.Resources.Limits, out.Spec.Limits)
+		}
+	}
+	out.Applied = seen && !busy && applied
+	return out
+}
+
+// resizePod asks the kubelet to give the running etcd container the observed resources. A resize
+// the API server refuses (a QoS change it would not allow, say) is recorded on the Pod, so the
+// planner rolls the member instead of asking again.
+func (r *EtcdClusterReconciler) resizePod(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, m *stewardv1.EtcdMember) error {
+	p := o.pods[m.Name]
+	if p == nil {
+		return fmt.Errorf("resizing %s: no Pod", m.Name)
+	}
+	base := p.DeepCopy()
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "etcd" {
+			p.Spec.Containers[i].Resources = plan.EffectiveResources(ec.Status.Observed.Resources)
+		}
+	}
+	err := r.Client.SubResource("resize").Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		refused := base.DeepCopy()
+		if refused.Annotations == nil {
+			refused.Annotations = map[string]string{}
+		}
+		refused.Annotations[AnnotationResizeRefused] = err.Error()
+		return client.IgnoreNotFound(r.Client.Patch(ctx, refused, client.MergeFrom(base)))
+	}
+	return client.IgnoreNotFound(err)
+}
+
+// recordResize records the observed template on the member and on its Pod once the kubelet runs
+// the container on it: the member is on the target, without a restart.
+func (r *EtcdClusterReconciler) recordResize(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, m *stewardv1.EtcdMember) error {
+	t := *m.Spec.Template.DeepCopy()
+	t.Resources = *ec.Status.Observed.Resources.DeepCopy()
+	if p := o.pods[m.Name]; p != nil {
+		base := p.DeepCopy()
+		pt := resources.PodTemplate(p)
+		if pt == nil {
+			pt = &t
+		}
+		pt.Resources = *t.Resources.DeepCopy()
+		resources.SetPodTemplate(p, pt)
+		if err := r.Client.Patch(ctx, p, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return r.recordTemplate(ctx, m, t)
+}
