@@ -3,8 +3,9 @@ package plan
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // resize moves members whose only change is CPU or memory onto the target in place, one at a time

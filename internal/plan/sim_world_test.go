@@ -7,12 +7,13 @@ package plan
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"math/rand"
 	"sort"
 	"strconv"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
