@@ -133,8 +133,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.disarm(ctx, ec, o, a)
 	case plan.ResizePod:
 		return r.resizePod(ctx, ec, o, m)
-	case plan.RecordResize:
-		return r.recordResize(ctx, ec, o, m)
+	case plan.RecordTemplate:
+		return r.recordPodTemplate(ctx, ec, o, m)
 	case plan.PatchPodMetadata:
 		return r.patchPodMetadata(ctx, ec, o, m)
 	case plan.ExpandPVC:

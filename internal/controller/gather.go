@@ -90,7 +90,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID, Replacing: m.Status.Replacing,
 			PeerURL:  resources.PeerURL(ec, m.Name),
 			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
-			Pod: podFacts(o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
+			Pod: r.podFacts(ec, m, o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
 		}
 		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
 			o.endpoints[m.Name] = fmt.Sprintf("%s://%s:%d", resources.Scheme(ec), p.Status.PodIP, resources.ClientPort)
@@ -107,6 +107,17 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	f.EtcdClusterID = o.clusterID
 	o.facts = f
 	return o, nil
+}
+
+// podFacts adds to podFacts whether the Pod can reach the target by a container restart on a new
+// image (resources.ImageOnly), judged from the template the Pod was built from.
+func (r *EtcdClusterReconciler) podFacts(ec *stewardv1.EtcdCluster, m *stewardv1.EtcdMember, p *corev1.Pod) plan.Pod {
+	out := podFacts(p)
+	if out.Template != nil && ec.Status.Observed != nil {
+		out.ImageOnly = resources.ImageOnly(resources.Member{Cluster: ec, Name: m.Name, Voter: true},
+			out.Template, ec.Status.Observed, r.EtcdImageRepository)
+	}
+	return out
 }
 
 func podFacts(p *corev1.Pod) plan.Pod {

@@ -80,22 +80,36 @@ func (r *EtcdClusterReconciler) resizePod(ctx context.Context, ec *stewardv1.Etc
 	return client.IgnoreNotFound(err)
 }
 
-// recordResize records the observed template on the member and on its Pod once the kubelet runs
-// the container on it: the member is on the target, without a restart.
-func (r *EtcdClusterReconciler) recordResize(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, m *stewardv1.EtcdMember) error {
-	t := *m.Spec.Template.DeepCopy()
-	t.Resources = *ec.Status.Observed.Resources.DeepCopy()
+// recordPodTemplate records the observed template on the member and on its Pod once the Pod runs it
+// without a rebuild (resized in place, or its container restarted on the new image).
+func (r *EtcdClusterReconciler) recordPodTemplate(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, m *stewardv1.EtcdMember) error {
+	t := *ec.Status.Observed.DeepCopy()
+	t.PodMetadata = *m.Spec.Template.PodMetadata.DeepCopy() // patched on its own (PatchPodMetadata)
 	if p := o.pods[m.Name]; p != nil {
 		base := p.DeepCopy()
-		pt := resources.PodTemplate(p)
-		if pt == nil {
-			pt = &t
-		}
-		pt.Resources = *t.Resources.DeepCopy()
-		resources.SetPodTemplate(p, pt)
+		resources.SetPodTemplate(p, &t)
 		if err := r.Client.Patch(ctx, p, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	return r.recordTemplate(ctx, m, t)
+}
+
+// RestartContainer implements the disruption effect: the etcd container's image and the Pod's
+// template record change together, and the kubelet restarts the container in the running Pod. The
+// member's own record follows on the next reconcile (plan.RecordTemplate), after the Pod's.
+func (e effects) RestartContainer(ctx context.Context, member string) error {
+	p := e.o.pods[member]
+	if p == nil || p.DeletionTimestamp != nil {
+		return fmt.Errorf("restarting %s in place: no running Pod", member)
+	}
+	t := e.ec.Status.Observed
+	base := p.DeepCopy()
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "etcd" {
+			p.Spec.Containers[i].Image = resources.Image(t, e.r.EtcdImageRepository)
+		}
+	}
+	resources.SetPodTemplate(p, t)
+	return e.r.Client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

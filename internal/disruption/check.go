@@ -32,6 +32,10 @@ const (
 	Replace Kind = "Replace"
 	// DeleteData deletes the PVC of a member that is no longer in etcd (its data is stale).
 	DeleteData Kind = "DeleteData"
+	// RestartContainer restarts the member's etcd container in its running Pod on a new image (the
+	// kubelet restarts a container whose image changed): the Pod, its IP and its volumes stay, so a
+	// memory member keeps its data too. It serves nothing meanwhile, so it counts as down.
+	RestartContainer Kind = "RestartContainer"
 	// Defragment asks the member to defragment its backend: it keeps its data and its place, but
 	// serves no read or write until done, so it counts as down like a restart.
 	Defragment Kind = "Defragment"
@@ -133,7 +137,7 @@ func Check(c Cluster, r Request) error {
 			return refuse(ReasonNoRecovery, r, v.Name, "no quorum recovery is in progress: a Pod is fenced only during one")
 		}
 		return nil
-	case Restart, Remove, Replace, Defragment:
+	case Restart, RestartContainer, Remove, Replace, Defragment:
 		return checkMember(c, r, v)
 	}
 	return refuse(ReasonUnknownKind, r, "", "unknown disruption kind %q", r.Kind)
@@ -219,6 +223,13 @@ func checkSingle(c Cluster, r Request, v Member) error {
 		}
 		return refuse(ReasonSingleMember, r, v.Name,
 			"%s is the only member: defragmenting it stops every read and write until done; set spec.updateStrategy.allowDowntime to accept it", v.Name)
+	}
+	if r.Kind == RestartContainer {
+		if c.AllowDowntime {
+			return nil // memory storage too: the Pod and its volumes stay
+		}
+		return refuse(ReasonSingleMember, r, v.Name,
+			"%s is the only member: restarting it is a full outage; set spec.updateStrategy.allowDowntime to accept it", v.Name)
 	}
 	if r.Kind == Remove || r.Kind == Replace {
 		return refuse(ReasonLastMember, r, v.Name, "%s is the only voter; etcd cannot remove its last member", v.Name)

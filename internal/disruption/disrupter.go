@@ -16,6 +16,9 @@ type Effects interface {
 	DeletePVC(ctx context.Context, member string) error
 	// Defragment asks the member's etcd to defragment its backend and waits until it is done.
 	Defragment(ctx context.Context, member string) error
+	// RestartContainer changes the image of the member's etcd container in its running Pod to the
+	// target template's, which has the kubelet restart it in place.
+	RestartContainer(ctx context.Context, member string) error
 }
 
 // Refresher is implemented by Effects that can read the cluster again, live, past any cache.
@@ -79,6 +82,8 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 		err = d.effects.DeletePVC(ctx, v.Name)
 	case Defragment:
 		err = d.effects.Defragment(ctx, v.Name)
+	case RestartContainer:
+		err = d.effects.RestartContainer(ctx, v.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("%s of %s: %w", r.Kind, r.Victim, err)
@@ -114,5 +119,5 @@ func (d *Disrupter) DeletePVC(ctx context.Context, c Cluster, member string) err
 // quorum recovery (nobody is served), Dormant stops the whole cluster, DeleteData follows a
 // removal (the member left etcd already).
 func drains(k Kind) bool {
-	return k == Restart || k == Remove || k == Replace || k == Defragment
+	return k == Restart || k == RestartContainer || k == Remove || k == Replace || k == Defragment
 }

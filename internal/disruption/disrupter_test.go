@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+
 	"context"
 	"errors"
 	"reflect"
@@ -28,6 +30,11 @@ func (r *recorder) RemoveMember(_ context.Context, m string, id uint64) error {
 
 func (r *recorder) DeletePVC(_ context.Context, m string) error {
 	r.calls = append(r.calls, "DeletePVC "+m)
+	return r.err
+}
+
+func (r *recorder) RestartContainer(_ context.Context, m string) error {
+	r.calls = append(r.calls, "RestartContainer "+m)
 	return r.err
 }
 
@@ -223,6 +230,12 @@ func TestDisrupterDrainsServingVotersFirst(t *testing.T) {
 			[]string{"Drain c-1", "RemoveMember c-1"}},
 		{"defragment", func() Cluster { return cluster(3) }, Request{Kind: Defragment, Victim: "c-1"}, nil,
 			[]string{"Drain c-1", "Defragment c-1"}},
+		{"restart in place, memory storage too", func() Cluster {
+			c := cluster(3)
+			c.Medium = v1alpha1.StorageMediumMemory
+			return c
+		}, Request{Kind: RestartContainer, Victim: "c-1"}, nil, []string{"Drain c-1", "RestartContainer c-1"}},
+		{"restart in place: the leader never", func() Cluster { return cluster(3) }, Request{Kind: RestartContainer, Victim: "c-0"}, nil, nil},
 		{"a refused request drains nothing", func() Cluster { return cluster(3) }, Request{Kind: Restart, Victim: "c-0"}, nil, nil},
 		{"a learner serves no client", func() Cluster {
 			c := cluster(3)

@@ -56,13 +56,17 @@ const (
 	// MoveLeader hands leadership from Member to Target (MoveLeader to TargetID). A failed move is
 	// retried on the next reconcile; the leader's Pod is never touched while it leads.
 	MoveLeader Kind = "MoveLeader"
+	// RestartContainer changes the image of the member's etcd container in its running Pod, through
+	// the Disrupter (kind RestartContainer): the kubelet restarts the container in place, keeping the
+	// Pod, its IP and its volumes (a memory member's data too).
+	RestartContainer Kind = "RestartContainer"
 	// ResizePod asks the kubelet to resize the member Pod's etcd container to the observed
 	// resources in place (the Pod's resize subresource): no restart, no disruption. A resize the API
 	// refuses is marked on the Pod, and the member rolls instead.
 	ResizePod Kind = "ResizePod"
-	// RecordResize records the observed template on the member and on its Pod once the kubelet
-	// applied the resize.
-	RecordResize Kind = "RecordResize"
+	// RecordTemplate records the observed template on the member and on its Pod once the Pod runs
+	// it without a rebuild: after an in-place resize, or a container restarted on a new image.
+	RecordTemplate Kind = "RecordTemplate"
 	// PatchPodMetadata patches the member Pod's labels and annotations in place to the observed
 	// podMetadata (removing keys the member's recorded template added that are gone now), then
 	// records the observed podMetadata on the member. No restart.

@@ -133,6 +133,9 @@ type Pod struct {
 	Unschedulable bool
 	// Resize is the state of an in-place resize of the etcd container.
 	Resize Resize
+	// ImageOnly: the Pod built for the target template would differ from this one only in the etcd
+	// container's image (a patch upgrade, a registry move): the container can restart in place.
+	ImageOnly bool
 }
 
 // Resize is what the Pod says of its etcd container's resources.

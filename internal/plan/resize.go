@@ -21,7 +21,7 @@ func (v *view) resize() (Action, bool) {
 		requested := equality.Semantic.DeepEqual(EffectiveResources(m.Pod.Resize.Spec), EffectiveResources(v.target.Resources))
 		switch {
 		case requested && m.Pod.Resize.Applied:
-			return act(RecordResize, m.Name, ReasonResizing, "%s runs on the new resources: recording it", m.Name), true
+			return act(RecordTemplate, m.Name, ReasonResizing, "%s runs on the new resources: recording it", m.Name), true
 		case requested:
 			// One resize at a time: wait for this one before the next member.
 			return wait(ReasonResizing, "resizing %s in place: %s", m.Name, m.resizeState()), true

@@ -59,11 +59,11 @@ func TestPlanResize(t *testing.T) {
 			}
 			requested(f, "c-2", true)
 			f.m("c-2").Pod.Resize.Spec.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
-		}, want: want{kind: RecordResize, member: "c-2", reason: ReasonResizing}},
+		}, want: want{kind: RecordTemplate, member: "c-2", reason: ReasonResizing}},
 		{name: "applied: record the template", mutate: func(f *Facts) {
 			onResources(f)
 			requested(f, "c-2", true)
-		}, want: want{kind: RecordResize, member: "c-2", reason: ReasonResizing}},
+		}, want: want{kind: RecordTemplate, member: "c-2", reason: ReasonResizing}},
 		{name: "the leader is resized last, with no handoff", mutate: func(f *Facts) {
 			onResources(f)
 			for _, n := range []string{"c-1", "c-2"} {

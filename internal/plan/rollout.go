@@ -20,6 +20,9 @@ func (v *view) roll() (Action, bool) {
 			return act(PatchPodMetadata, m.Name, ReasonPatchingMetadata, "patching %s's Pod labels and annotations in place", m.Name), true
 		}
 	}
+	if a, ok := v.recordInPlace(); ok {
+		return a, true
+	}
 	if a, ok := v.resize(); ok {
 		return a, true
 	}
@@ -28,9 +31,12 @@ func (v *view) roll() (Action, bool) {
 		return Action{}, false
 	}
 	victim := order[0]
-	kind, verb := disruption.Restart, "restarting"
-	if v.f.memory() {
-		kind, verb = disruption.Replace, "replacing"
+	kind, verb, k := disruption.Restart, "restarting", DeletePod
+	switch {
+	case victim.Pod.ImageOnly && victim.Pod.Exists && !victim.Pod.Deleting && !victim.TrustOutdated:
+		kind, verb, k = disruption.RestartContainer, "restarting in place (new image)", RestartContainer
+	case v.f.memory():
+		kind, verb, k = disruption.Replace, "replacing", RemoveMember
 	}
 	if v.voterCount() == 1 {
 		return v.rollSingle(victim, kind)
@@ -40,10 +46,6 @@ func (v *view) roll() (Action, bool) {
 	}
 	if victim.leader {
 		return v.moveLeader(victim, "rolling it"), true
-	}
-	k := DeletePod
-	if kind == disruption.Replace {
-		k = RemoveMember
 	}
 	a, blocked := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto the new template", verb, victim.Name), kind)
 	if blocked {
@@ -57,6 +59,15 @@ func (v *view) roll() (Action, bool) {
 // rollSingle: the only member can be rolled only as an outage the user opted into, and never on
 // memory storage, where its data would go with it. There is no one to ask for recovery, so no gate.
 func (v *view) rollSingle(m *memberView, kind disruption.Kind) (Action, bool) {
+	if kind == disruption.RestartContainer {
+		a, blocked := v.disrupt(act(RestartContainer, m.Name, ReasonRollingMember, "restarting the only member %s in place "+
+			"on the new image (allowDowntime)", m.Name), kind)
+		if blocked {
+			v.rollBlocked = "a single member is rolled only with spec.updateStrategy.allowDowntime (a full outage while it restarts), or after scaling to 3 members"
+			return Action{}, false
+		}
+		return a, true
+	}
 	if v.f.memory() {
 		v.rollBlocked = "a single memory-backed member is never rolled: its data would be lost; scale to 3 members first"
 		return Action{}, false
@@ -110,4 +121,20 @@ func (v *view) byRollOrder(out []*memberView) []*memberView {
 		return out[i].Ordinal > out[j].Ordinal
 	})
 	return out
+}
+
+// recordInPlace records the target on a member whose Pod already runs it, changed in place (a
+// container restarted on a new image; the Pod's template is patched with the image): the record is
+// written after the Pod, so an operator stopped in between resumes here instead of restarting again.
+func (v *view) recordInPlace() (Action, bool) {
+	for _, m := range v.active() {
+		if m.Phase != v1alpha1.MemberRunning || !m.change.Has(ChangeRoll) || !m.Pod.Exists || m.Pod.Deleting ||
+			m.Pod.Template == nil || m.TrustOutdated {
+			continue
+		}
+		if Compare(*m.Pod.Template, v.target, v.f.medium())&^ChangeMetadata == 0 {
+			return act(RecordTemplate, m.Name, ReasonRollingMember, "%s's Pod runs the new template: recording it", m.Name), true
+		}
+	}
+	return Action{}, false
 }

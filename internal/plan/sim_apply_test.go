@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -85,7 +87,7 @@ func (w *world) apply(f Facts, a Action) {
 		if !early {
 			w.disrupt(f, a)
 		}
-	case DeletePod, DeletePVC:
+	case DeletePod, DeletePVC, RestartContainer:
 		w.disrupt(f, a)
 	default:
 		w.applyObject(m, a)
@@ -143,12 +145,21 @@ func (w *world) applyObject(m *wMember, a Action) {
 		r := o.Resources.DeepCopy()
 		m.pod.resources, m.pod.resizing = r, true
 		w.resizes++
-	case RecordResize:
-		if m.pod == nil || m.pod.resizing || m.pod.resources == nil {
-			w.violate("RecordResize %s before the kubelet applied a resize", m.name)
+	case RecordTemplate:
+		if m.pod == nil || m.pod.resizing {
+			w.violate("RecordTemplate %s before its Pod runs the target", m.name)
 			return
 		}
-		m.pod.template.Resources, m.template.Resources = *m.pod.resources.DeepCopy(), *m.pod.resources.DeepCopy()
+		t := w.observed()
+		if m.pod.resources != nil && !equality.Semantic.DeepEqual(*m.pod.resources, t.Resources) {
+			w.violate("RecordTemplate %s: its Pod was not resized to the target", m.name)
+		}
+		if m.pod.resources == nil && Compare(m.pod.template, t, w.cluster.Spec.Storage.Medium)&^ChangeMetadata != 0 {
+			w.violate("RecordTemplate %s: its Pod runs %s, not the target", m.name, m.pod.template.Image)
+		}
+		t.PodMetadata = m.template.PodMetadata
+		m.template = *t.DeepCopy()
+		m.pod.template.Resources = *t.Resources.DeepCopy()
 	case ExpandPVC:
 		size := *w.observed().Storage.Size
 		m.pvc.requested = size.DeepCopy()
@@ -410,6 +421,24 @@ func (w *world) checkStatusHonest() {
 }
 
 func quantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// RestartContainer restarts a voter's container on the target's image in its Pod: judged like any
+// disruption; the Pod, its volumes (memory data too) and its identity stay.
+func (x effects) RestartContainer(_ context.Context, name string) error {
+	w, m := x.w, x.w.member(name)
+	if m == nil || m.pod == nil || m.pod.deleting > 0 {
+		w.staleOr("RestartContainer %s: no running Pod", name)
+		return nil
+	}
+	if e := w.entry(m); e != nil && !e.learner {
+		w.checkDisruption(e, "restarted in place")
+		w.record(x.a, m, e)
+	}
+	m.pod.template.Image = w.observed().Image
+	m.pod.running, m.pod.age, m.pod.lastTerminated = false, 0, w.now
+	m.pod.restarts++
+	return nil
+}
 
 // Defragment blocks a voter while it runs: judged like any disruption of it.
 func (x effects) Defragment(_ context.Context, name string) error {

@@ -31,7 +31,7 @@ func (w *world) touched() []event {
 	var out []event
 	for _, e := range w.events {
 		switch e.kind {
-		case DeletePod, RemoveMember, CreatePod, DeleteMember, AddLearner:
+		case DeletePod, RemoveMember, CreatePod, DeleteMember, AddLearner, RestartContainer:
 			out = append(out, e)
 		}
 	}

@@ -197,6 +197,11 @@ func (w *world) memberFacts(m *wMember) Member {
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
 			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy()}
 		fm.Pod.Resize = Resize{Spec: *p.template.Resources.DeepCopy(), Applied: !p.resizing}
+		if t := w.cluster.Status.Observed; t != nil {
+			a, b := *p.template.DeepCopy(), *t.DeepCopy()
+			a.Image, b.Image = "", ""
+			fm.Pod.ImageOnly = p.template.Image != t.Image && Compare(a, b, w.cluster.Spec.Storage.Medium)&^ChangeMetadata == 0
+		}
 		if p.resources != nil {
 			fm.Pod.Resize.Spec = *p.resources.DeepCopy()
 		}

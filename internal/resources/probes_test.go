@@ -105,3 +105,34 @@ func TestProbeTiming(t *testing.T) {
 		}
 	}
 }
+
+// A patch release or a registry move restarts the container in place; a step that changes flags or
+// probes (3.5 to 3.6) rebuilds the Pod.
+func TestImageOnly(t *testing.T) {
+	ec := cluster(func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6.16" })
+	m := member(ec)
+	from := ec.Spec.MemberTemplate.DeepCopy()
+	edit := func(f func(*stewardv1.MemberTemplate)) *stewardv1.MemberTemplate {
+		to := from.DeepCopy()
+		f(to)
+		return to
+	}
+	for _, tc := range []struct {
+		name string
+		to   *stewardv1.MemberTemplate
+		want bool
+	}{
+		{"patch release", edit(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.17" }), true},
+		{"another registry", edit(func(t *stewardv1.MemberTemplate) { t.Image = "mirror.local/etcd:v3.6.16" }), true},
+		{"nothing changes", from, false},
+		{"a minor step back to 3.5 flags and probes", edit(func(t *stewardv1.MemberTemplate) { t.Version = "3.5.35" }), false},
+		{"image and an option", edit(func(t *stewardv1.MemberTemplate) {
+			t.Version = "3.6.17"
+			t.Options.LogLevel = "debug"
+		}), false},
+	} {
+		if got := ImageOnly(m, from, tc.to, "repo/etcd"); got != tc.want {
+			t.Errorf("%s: ImageOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

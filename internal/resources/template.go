@@ -3,6 +3,8 @@ package resources
 import (
 	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	corev1 "k8s.io/api/core/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -42,4 +44,19 @@ func PodTemplate(p *corev1.Pod) *stewardv1.MemberTemplate {
 // resize) brought it there without a rebuild.
 func SetPodTemplate(p *corev1.Pod, t *stewardv1.MemberTemplate) {
 	p.Annotations = withKey(p.Annotations, AnnotationTemplate, templateAnnotation(t))
+}
+
+// ImageOnly says whether the Pod built for template to differs from the one built for from only in
+// the etcd container's image (labels and annotations aside, which are patched in place). The
+// kubelet then restarts the container on the new image in its running Pod. A version step that
+// changes flags or probes (3.5 to 3.6) is not image-only; a patch release or a registry move is.
+func ImageOnly(m Member, from, to *stewardv1.MemberTemplate, imageRepository string) bool {
+	a, b := m, m
+	a.Template, b.Template = from, to
+	pa, pb := Pod(a, imageRepository), Pod(b, imageRepository)
+	if pa.Spec.Containers[0].Image == pb.Spec.Containers[0].Image {
+		return false
+	}
+	pa.Spec.Containers[0].Image = pb.Spec.Containers[0].Image
+	return equality.Semantic.DeepEqual(pa.Spec, pb.Spec)
 }

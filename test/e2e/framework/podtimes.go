@@ -27,7 +27,13 @@ type PodTimes struct {
 type podTrack struct {
 	member                                          string
 	added, unlisted, deleting, gone, running, ready time.Time
+	// in-place restarts: Ready lost while the Pod stays (a container restarted on a new image).
+	wasReady             bool
+	drainedAt, unreadyAt time.Time
+	inPlace              []inPlaceRestart
 }
+
+type inPlaceRestart struct{ drained, unready, ready time.Time }
 
 // MemberRestart is one member's restart, each step as an offset from Deleting.
 type MemberRestart struct {
@@ -36,6 +42,8 @@ type MemberRestart struct {
 	Deleting time.Time
 	// Unlisted: the old Pod left the client Service before deletion (0 when it did not).
 	Unlisted, Gone, Created, Running, Ready time.Duration
+	// InPlace: the container restarted in its Pod (Deleting is then when it went unready).
+	InPlace bool
 }
 
 // Unavailable is how long the member served no client: from its deletion until its new Pod is
@@ -43,6 +51,9 @@ type MemberRestart struct {
 func (r MemberRestart) Unavailable() time.Duration { return r.Ready }
 
 func (r MemberRestart) String() string {
+	if r.InPlace {
+		return fmt.Sprintf("%s: in place; out of Service %s before unready; unready → Ready %s", r.Member, ms(r.Unlisted), ms(r.Ready))
+	}
 	return fmt.Sprintf("%s: out of Service %s before delete; deleted → gone %s → created %s → running %s → Ready %s",
 		r.Member, ms(r.Unlisted), ms(r.Gone), ms(r.Created), ms(r.Running), ms(r.Ready))
 }
@@ -92,8 +103,28 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 	for _, c := range p.Status.ContainerStatuses {
 		set(&tr.running, c.Name == "etcd" && c.State.Running != nil)
 	}
+	ready := false
 	for _, c := range p.Status.Conditions {
-		set(&tr.ready, c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+	}
+	set(&tr.ready, ready)
+	if p.DeletionTimestamp == nil {
+		draining := p.Labels[voterLabel] == "draining"
+		switch {
+		case draining && tr.drainedAt.IsZero():
+			tr.drainedAt = now
+		case !draining && !ready:
+		case !draining && tr.unreadyAt.IsZero():
+			tr.drainedAt = time.Time{} // back in the Service without a restart (a defragmentation)
+		}
+		switch {
+		case tr.wasReady && !ready:
+			tr.unreadyAt = now
+		case !tr.wasReady && ready && !tr.unreadyAt.IsZero():
+			tr.inPlace = append(tr.inPlace, inPlaceRestart{drained: tr.drainedAt, unready: tr.unreadyAt, ready: now})
+			tr.unreadyAt, tr.drainedAt = time.Time{}, time.Time{}
+		}
+		tr.wasReady = ready
 	}
 }
 
@@ -115,6 +146,16 @@ func (pt *PodTimes) Restarts() []MemberRestart {
 	}
 	sort.Slice(olds, func(i, j int) bool { return olds[i].deleting.Before(olds[j].deleting) })
 	var out []MemberRestart
+	for _, tr := range pt.pods {
+		for _, r := range tr.inPlace {
+			mr := MemberRestart{Member: tr.member, Deleting: r.unready, InPlace: true, Gone: -1, Created: -1, Running: -1,
+				Ready: r.ready.Sub(r.unready)}
+			if !r.drained.IsZero() {
+				mr.Unlisted = r.unready.Sub(r.drained)
+			}
+			out = append(out, mr)
+		}
+	}
 	for _, old := range olds {
 		var next *podTrack
 		for _, tr := range pt.pods {
@@ -132,6 +173,7 @@ func (pt *PodTimes) Restarts() []MemberRestart {
 		}
 		out = append(out, r)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Deleting.Before(out[j].Deleting) })
 	return out
 }
 
