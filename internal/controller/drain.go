@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -12,6 +14,33 @@ import (
 )
 
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+
+// AnnotationDrainingSince records when a Pod was drained, so the voter label is not put back while
+// the disruption that followed is still under way (see stillDraining).
+const AnnotationDrainingSince = "etcd.steward.dev/draining-since"
+
+// drainHold bounds how long a drained Pod stays out of the client Service without being restarted
+// (a defragmentation, a disruption that failed): then it serves clients again.
+const drainHold = 10 * time.Second
+
+// stillDraining: the Pod was drained moments ago and its etcd container has not started again since.
+// A container restarted in place on a new image keeps its Pod: without this the next reconcile would
+// put the old container back in the Service in the instant before the kubelet stops it.
+func stillDraining(p *corev1.Pod, now time.Time) bool {
+	if p.Labels[resources.LabelVoter] != resources.VoterDraining {
+		return false
+	}
+	since, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnotationDrainingSince])
+	if err != nil || now.Sub(since) >= drainHold {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "etcd" && cs.State.Running != nil && !cs.State.Running.StartedAt.Before(&metav1.Time{Time: since.Truncate(time.Second)}) {
+			return false // a new container: readiness decides from here
+		}
+	}
+	return true
+}
 
 // How long a drain waits for the client Service's endpoints to drop the Pod, and then for the
 // nodes' proxies to follow: kube-proxy applies an EndpointSlice change within its minimum sync
@@ -39,6 +68,10 @@ func (e effects) Drain(ctx context.Context, member string) error {
 			p.Labels = map[string]string{}
 		}
 		p.Labels[resources.LabelVoter] = resources.VoterDraining
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[AnnotationDrainingSince] = e.r.now().UTC().Format(time.RFC3339Nano)
 		if err := e.r.Client.Patch(ctx, p, client.MergeFrom(base)); err != nil {
 			return client.IgnoreNotFound(err)
 		}

@@ -28,7 +28,7 @@ import (
 // an action, and while waiting, it comes back on a timer.
 const (
 	afterAction  = time.Second
-	whileWaiting = 3 * time.Second
+	whileWaiting = time.Second
 	whenSettled  = 30 * time.Second
 )
 
@@ -124,7 +124,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	switch {
 	case errors.Is(applyErr, errRetry), errors.Is(applyErr, etcd.ErrClusterNotSettled):
 		logger.V(1).Info("not yet", "message", a.Message)
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		return ctrl.Result{RequeueAfter: whileWaiting}, nil
 	case applyErr != nil:
 		r.event(&ec, corev1.EventTypeWarning, string(a.Kind)+"Failed", "%s: %v", a, applyErr)
 		return ctrl.Result{}, applyErr

@@ -74,7 +74,7 @@ func (r *EtcdClusterReconciler) syncVoterLabels(ctx context.Context, ec *steward
 		if listed && !lm.IsLearner {
 			want = "true"
 		}
-		if p.Labels[resources.LabelVoter] == want || p.DeletionTimestamp != nil {
+		if p.Labels[resources.LabelVoter] == want || p.DeletionTimestamp != nil || stillDraining(p, r.now()) {
 			continue
 		}
 		base := p.DeepCopy()

@@ -22,8 +22,8 @@ var fieldCases = []struct {
 	// column); resizeCases prove the resize.
 	inPlace string
 }{
-	{"Version", func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll, "—"},
-	{"Image", func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll, "—"},
+	{"Version", func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
+	{"Image", func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
 	{"ImagePullSecrets", func(t *v1alpha1.MemberTemplate) {
 		t.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
 	}, ChangeRoll, ChangeRoll, "—"},

@@ -113,9 +113,6 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 		switch {
 		case draining && tr.drainedAt.IsZero():
 			tr.drainedAt = now
-		case !draining && !ready:
-		case !draining && tr.unreadyAt.IsZero():
-			tr.drainedAt = time.Time{} // back in the Service without a restart (a defragmentation)
 		}
 		switch {
 		case tr.wasReady && !ready:
@@ -150,7 +147,7 @@ func (pt *PodTimes) Restarts() []MemberRestart {
 		for _, r := range tr.inPlace {
 			mr := MemberRestart{Member: tr.member, Deleting: r.unready, InPlace: true, Gone: -1, Created: -1, Running: -1,
 				Ready: r.ready.Sub(r.unready)}
-			if !r.drained.IsZero() {
+			if !r.drained.IsZero() && r.unready.Sub(r.drained) < 5*time.Second { // not a drain for a defragmentation
 				mr.Unlisted = r.unready.Sub(r.drained)
 			}
 			out = append(out, mr)
