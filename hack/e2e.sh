@@ -48,6 +48,8 @@ export KUBECONFIG=$KUBECONFIG_ADMIN
 export PATH=$(dirname "$(kube_bin kubectl)"):$PATH
 export STEWARD_E2E_ETCD_VERSIONS="${STEWARD_E2E_ETCD_VERSIONS:-$(etcd_versions)}"
 export STEWARD_E2E_ETCD_IMAGE_REPOSITORY=$ETCD_IMAGE_REPO
+# Cluster DNS (CoreDNS on the host): clients resolve Service names as applications in Pods do.
+export STEWARD_E2E_CLUSTER_DNS=$DNS_IP STEWARD_E2E_CLUSTER_DOMAIN=$CLUSTER_DOMAIN
 export STEWARD_E2E_OPERATOR_NAMESPACE=${OPERATOR_NS:-steward-system}
 export STEWARD_E2E_OPERATOR_DEPLOYMENT=${OPERATOR_DEPLOYMENT:-steward-controller-manager}
 export STEWARD_E2E_ARTIFACTS=$OUT/e2e

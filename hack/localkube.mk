@@ -4,7 +4,7 @@
 
 LOCALKUBE := hack/localkube
 
-.PHONY: localkube-build cluster-up cluster-down cluster-status load-images sandbox e2e bench-backup
+.PHONY: localkube-build cluster-up cluster-down cluster-status load-images sandbox e2e bench-backup perf-report
 
 localkube-build: ## Build Kubernetes, etcd, CoreDNS, provisioner, operator and images (cached).
 	$(LOCALKUBE)/build.sh
@@ -30,3 +30,6 @@ e2e: ## End-to-end tests against the local cluster (KEEP_CLUSTER=1 keeps it up).
 
 bench-backup: ## Backup/restore figures of a 256 MiB database (STEWARD_E2E_BACKUP_MIB=1024 for 1 GiB); outside CI.
 	STEWARD_E2E_BENCH=1 E2E_RUN=TestBackupMeasure hack/e2e.sh
+
+perf-report: ## Regenerate docs/performance.md: Steward's rolls beside a plain StatefulSet's (~15 min, outside CI).
+	hack/perf-report.sh

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +44,8 @@ type EtcdClusterReconciler struct {
 	Etcd *etcd.Pool
 	// EtcdImageRepository is used when a cluster sets no image (tag v<version>).
 	EtcdImageRepository string
+	// MaxConcurrentReconciles is how many clusters are reconciled at once (1 when unset).
+	MaxConcurrentReconciles int
 	// Clock returns the time; nil means time.Now. Tests inject their own.
 	Clock func() time.Time
 	// Image returns the Steward image, which a restored seed's fetch init container runs.
@@ -180,5 +184,6 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&stewardv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(byBackupCluster)).
 		Watches(&stewardv1.EtcdBackupSchedule{}, handler.EnqueueRequestsFromMapFunc(byBackupCluster)).
 		Named("etcdcluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }

@@ -85,12 +85,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	image := &selfImage{flag: o.OperatorImage, reader: mgr.GetAPIReader()}
 	r := &controller.EtcdClusterReconciler{
-		Client:              mgr.GetClient(),
-		APIReader:           mgr.GetAPIReader(),
-		Recorder:            mgr.GetEventRecorder("steward"),
-		Etcd:                etcd.NewPool(),
-		EtcdImageRepository: o.EtcdImageRepository,
-		Image:               image.get,
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder("steward"),
+		Etcd:                    etcd.NewPool(),
+		EtcdImageRepository:     o.EtcdImageRepository,
+		Image:                   image.get,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdCluster controller: %w", err)

@@ -28,6 +28,9 @@ type Options struct {
 	MetricsAddr string
 	// SyncPeriod is how often every object is reconciled even when nothing changed.
 	SyncPeriod time.Duration
+	// MaxConcurrentReconciles is how many EtcdClusters are reconciled at once. A reconcile of one
+	// cluster never runs concurrently with another of the same cluster, whatever this says.
+	MaxConcurrentReconciles int
 	// OperatorImage is the image backup Jobs and restore init containers run; empty means the
 	// operator's own Pod's image.
 	OperatorImage string
@@ -47,6 +50,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "full resync period")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4,
+		"EtcdClusters reconciled at once (each reconcile may wait on etcd for up to a few seconds)")
 	fs.StringVar(&o.OperatorImage, "operator-image", "",
 		"image of backup Jobs and restore init containers (default: the operator Pod's own image)")
 }
@@ -58,6 +63,9 @@ func (o *Options) Validate() error {
 	}
 	if strings.Contains(o.EtcdImageRepository, "@") || strings.HasSuffix(o.EtcdImageRepository, ":") {
 		return fmt.Errorf("--etcd-image-repository %q must be a repository without tag or digest", o.EtcdImageRepository)
+	}
+	if o.MaxConcurrentReconciles < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles %d must be at least 1", o.MaxConcurrentReconciles)
 	}
 	if o.SyncPeriod < time.Minute {
 		return fmt.Errorf("--sync-period %s is below one minute", o.SyncPeriod)

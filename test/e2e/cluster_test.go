@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,8 +177,17 @@ func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 		scheme = "https"
 		tc = clientTLSFor(t, ns, name).Config(clientServiceHost(ns, name))
 	}
-	ep := fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(resources.ClientPort)))
-	c, err := framework.NewEtcdClient([]string{ep}, tc)
+	// By name through the cluster DNS, as an application in a Pod would (the documented client
+	// path); by ClusterIP where the environment names no DNS server.
+	var c *clientv3.Client
+	var err error
+	if dns := os.Getenv("STEWARD_E2E_CLUSTER_DNS"); dns != "" {
+		ep := fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(clientServiceHost(ns, name), strconv.Itoa(resources.ClientPort)))
+		c, err = framework.NewServiceClient(ep, dns, tc)
+	} else {
+		ep := fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(resources.ClientPort)))
+		c, err = framework.NewEtcdClient([]string{ep}, tc)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -27,6 +31,51 @@ func PodClientURL(p *corev1.Pod, secure bool) string {
 		scheme = "https"
 	}
 	return fmt.Sprintf("%s://%s:%d", scheme, p.Status.PodIP, EtcdClientPort)
+}
+
+// ServiceDialer dials host:port after resolving the host with the cluster's DNS server (dnsIP), as
+// an application in a Pod resolves a Service name: "<svc>.<ns>.svc" through the search path, that
+// is with the cluster domain ($STEWARD_E2E_CLUSTER_DOMAIN, default cluster.local) appended. Nil
+// when dnsIP is empty.
+func ServiceDialer(dnsIP string) func(ctx context.Context, addr string) (net.Conn, error) {
+	domain := os.Getenv("STEWARD_E2E_CLUSTER_DOMAIN")
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	if dnsIP == "" {
+		return nil
+	}
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(dnsIP, "53"))
+	}}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(host, ".svc") {
+			host += "." + domain + "."
+		}
+		ips, err := r.LookupHost(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		return (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(ips[0], port))
+	}
+}
+
+// NewServiceClient connects to a Service by name (https://<svc>.<ns>.svc:2379), resolving it with
+// the cluster DNS at dnsIP: the documented client path.
+func NewServiceClient(endpoint, dnsIP string, tc *tls.Config) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:            []string{endpoint},
+		DialTimeout:          2 * time.Second,
+		DialKeepAliveTime:    2 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		TLS:                  tc,
+		Logger:               zap.NewNop(),
+		DialOptions:          []grpc.DialOption{grpc.WithContextDialer(ServiceDialer(dnsIP))},
+	})
 }
 
 // NewEtcdClient connects to endpoints with short timeouts suited to tests that kill

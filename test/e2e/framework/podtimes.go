@@ -61,7 +61,7 @@ func (r MemberRestart) String() string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
 // WatchPodTimes starts recording Pods matching labelSelector in ns; voterLabel is the label the
-// client Service selects on.
+// client Service selects on ("" when nothing drains Pods: a StatefulSet).
 func (f *Framework) WatchPodTimes(ns, labelSelector, voterLabel string) (*PodTimes, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := f.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: labelSelector})
@@ -87,6 +87,9 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 	tr := pt.pods[string(p.UID)]
 	if tr == nil {
 		tr = &podTrack{member: p.Labels["etcd.steward.dev/member"]}
+		if tr.member == "" {
+			tr.member = p.Name // a StatefulSet's Pods keep their names
+		}
 		if t == watch.Added && p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
 			tr.added = now // created while we watched
 		}
@@ -97,7 +100,7 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 			*at = now
 		}
 	}
-	set(&tr.unlisted, p.Labels[voterLabel] != "true" && p.DeletionTimestamp == nil && !tr.ready.IsZero())
+	set(&tr.unlisted, voterLabel != "" && p.Labels[voterLabel] != "true" && p.DeletionTimestamp == nil && !tr.ready.IsZero())
 	set(&tr.deleting, p.DeletionTimestamp != nil)
 	set(&tr.gone, t == watch.Deleted)
 	for _, c := range p.Status.ContainerStatuses {
@@ -109,7 +112,7 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 	}
 	set(&tr.ready, ready)
 	if p.DeletionTimestamp == nil {
-		draining := p.Labels[voterLabel] == "draining"
+		draining := voterLabel != "" && p.Labels[voterLabel] == "draining"
 		switch {
 		case draining && tr.drainedAt.IsZero():
 			tr.drainedAt = now
