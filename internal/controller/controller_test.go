@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 	}
 	var o manager.Options
 	o.EtcdImageRepository, o.HealthProbeAddr, o.MetricsAddr, o.SyncPeriod = "repo/etcd", "0", "0", time.Hour
+	o.MaxConcurrentReconciles = 4
 	mgr, err := manager.New(env.Config, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

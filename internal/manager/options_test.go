@@ -27,6 +27,12 @@ func TestOptionsFlags(t *testing.T) {
 		{args: []string{"--etcd-image-repository="}, wantErr: "must not be empty"},
 		{args: []string{"--etcd-image-repository=reg.local/etcd@sha256:abc"}, wantErr: "without tag or digest"},
 		{args: []string{"--sync-period=5s"}, wantErr: "below one minute"},
+		{args: []string{"--max-concurrent-reconciles=0"}, wantErr: "must be at least 1"},
+		{args: []string{"--max-concurrent-reconciles=16"}, check: func(t *testing.T, o Options) {
+			if o.MaxConcurrentReconciles != 16 {
+				t.Errorf("parsed = %+v", o)
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
