@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/etcd-steward/steward/internal/metrics"
+
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +48,8 @@ type EtcdClusterReconciler struct {
 	EtcdImageRepository string
 	// MaxConcurrentReconciles is how many clusters are reconciled at once (1 when unset).
 	MaxConcurrentReconciles int
+	// Metrics exports what the reconciles see and do; nil exports nothing.
+	Metrics *metrics.Recorder
 	// Clock returns the time; nil means time.Now. Tests inject their own.
 	Clock func() time.Time
 	// Image returns the Steward image, which a restored seed's fetch init container runs.
@@ -74,6 +78,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ec.DeletionTimestamp != nil {
+		r.Metrics.Forget(ec.Namespace, ec.Name)
 		return ctrl.Result{}, r.teardown(ctx, &ec)
 	}
 	if err := r.ensureFinalizer(ctx, &ec); err != nil {
@@ -124,6 +129,17 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if err := r.syncMemberStatus(ctx, o, d); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	r.Metrics.Observe(ec.Namespace, ec.Name, &ec.Status)
+	if a.Reason == plan.ReasonWaitingForHealth {
+		r.Metrics.GateHeld(ec.Namespace, ec.Name, string(d.Gate.Check))
+	}
+	if applyErr == nil && a.Is() && a.Kind != plan.Wait {
+		kind := ""
+		if a.Disruption != nil {
+			kind = string(a.Disruption.Kind)
+		}
+		r.Metrics.Action(ec.Namespace, ec.Name, string(a.Kind), kind, string(a.Reason))
 	}
 	switch {
 	case errors.Is(applyErr, errRetry), errors.Is(applyErr, etcd.ErrClusterNotSettled):

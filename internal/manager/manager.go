@@ -2,6 +2,11 @@ package manager
 
 import (
 	"fmt"
+	"sync"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/etcd-steward/steward/internal/metrics"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +89,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	image := &selfImage{flag: o.OperatorImage, reader: mgr.GetAPIReader()}
+	rec, err := recorder()
+	if err != nil {
+		return nil, err
+	}
 	r := &controller.EtcdClusterReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -92,6 +101,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		EtcdImageRepository:     o.EtcdImageRepository,
 		Image:                   image.get,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		Metrics:                 rec,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdCluster controller: %w", err)
@@ -112,3 +122,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	return mgr, nil
 }
+
+// recorder registers Steward's metrics once per process (the registry is global; tests start
+// several managers).
+var recorder = sync.OnceValues(func() (*metrics.Recorder, error) { return metrics.New(ctrlmetrics.Registry) })

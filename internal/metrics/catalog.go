@@ -1,0 +1,78 @@
+// Package metrics holds Steward's own Prometheus metrics: one catalog (names, help, labels) that
+// both registers them and generates docs/metrics.md, so the page cannot drift from the code.
+// Cluster state is exported from each reconcile's status at scrape time (a collector keeps the last
+// snapshot per cluster); events (disruptions, gate failures, actions) are counters.
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Kind is a metric's Prometheus type.
+type Kind string
+
+const (
+	Gauge   Kind = "gauge"
+	Counter Kind = "counter"
+)
+
+// Def describes one metric.
+type Def struct {
+	Name   string
+	Kind   Kind
+	Help   string
+	Labels []string
+}
+
+// base labels of every per-cluster metric.
+var clusterLabels = []string{"namespace", "cluster"}
+
+func withLabels(extra ...string) []string {
+	return append(append([]string{}, clusterLabels...), extra...)
+}
+
+// The catalog. Cardinality is bounded by clusters × members (× alarm types, certificates): no label
+// takes a per-request value.
+var (
+	Members            = Def{"steward_cluster_members", Gauge, "Members by role (leader, follower, learner, unknown) and readiness.", withLabels("role", "ready")}
+	QuorumHealthy      = Def{"steward_cluster_quorum_healthy", Gauge, "1 while a quorum of voters is healthy (condition Available).", withLabels()}
+	Leader             = Def{"steward_cluster_leader", Gauge, "1 for the member that leads, as status reports it.", withLabels("member")}
+	LeaderChanges      = Def{"steward_cluster_leader_changes_total", Counter, "Leader changes the operator observed between reconciles.", withLabels()}
+	RolloutPending     = Def{"steward_rollout_pending_members", Gauge, "Outdated members still to roll (status.rollout.pending plus the one rolling).", withLabels()}
+	StepSeconds        = Def{"steward_rollout_step_seconds", Gauge, "Seconds the current step (status.lastStep) has been under way.", withLabels("action")}
+	Actions            = Def{"steward_actions_total", Counter, "Steps the operator applied, by action.", withLabels("action")}
+	Disruptions        = Def{"steward_disruptions_total", Counter, "Disruptions taken through the chokepoint, by kind and reason.", withLabels("kind", "reason")}
+	GateFailures       = Def{"steward_recovery_gate_failures_total", Counter, "Reconciles the recovery gate held, by the check that failed.", withLabels("check")}
+	DBSize             = Def{"steward_member_db_size_bytes", Gauge, "The member's backend size.", withLabels("member")}
+	DBSizeInUse        = Def{"steward_member_db_size_in_use_bytes", Gauge, "The part of the backend holding live data.", withLabels("member")}
+	QuotaUsed          = Def{"steward_member_quota_used_ratio", Gauge, "Backend size over the quota (0 to 1; NOSPACE at 1).", withLabels("member")}
+	Alarm              = Def{"steward_member_alarm", Gauge, "1 for each active alarm (NOSPACE, CORRUPT) on a member.", withLabels("member", "alarm")}
+	CertificateExpiry  = Def{"steward_certificate_expiry_timestamp_seconds", Gauge, "notAfter of each certificate Steward issued (status.tls.certificates).", withLabels("certificate")}
+	CAExpiry           = Def{"steward_ca_expiry_timestamp_seconds", Gauge, "notAfter of the cluster's CA.", withLabels()}
+	BackupLastSuccess  = Def{"steward_backup_last_success_timestamp_seconds", Gauge, "When the newest successful backup of the cluster completed.", withLabels()}
+	BackupLastRevision = Def{"steward_backup_last_success_revision", Gauge, "The etcd revision of the newest successful backup.", withLabels()}
+)
+
+// Catalog is every metric, in the order docs/metrics.md lists them.
+var Catalog = []Def{Members, QuorumHealthy, Leader, LeaderChanges, RolloutPending, StepSeconds, Actions, Disruptions,
+	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision}
+
+// WriteDoc writes docs/metrics.md from the catalog.
+func WriteDoc(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# Metrics\n\n")
+	b.WriteString("Generated from `internal/metrics` (`go run ./hack/metricsdoc > docs/metrics.md`; a test fails when\n")
+	b.WriteString("this page and the code differ). Steward serves them on its metrics endpoint next to\n")
+	b.WriteString("controller-runtime's own, among them `controller_runtime_reconcile_time_seconds` and\n")
+	b.WriteString("`controller_runtime_reconcile_errors_total` (label `controller=\"etcdcluster\"`) for reconcile\n")
+	b.WriteString("durations and errors. Every per-cluster metric carries `namespace` and `cluster`; a\n")
+	b.WriteString("cluster's series go when it is deleted.\n\n")
+	b.WriteString("| metric | type | labels | meaning |\n| --- | --- | --- | --- |\n")
+	for _, d := range Catalog {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, d.Kind, strings.Join(d.Labels, ", "), d.Help)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
