@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -71,7 +72,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.HealthProbeAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
@@ -126,3 +127,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 // recorder registers Steward's metrics once per process (the registry is global; tests start
 // several managers).
 var recorder = sync.OnceValues(func() (*metrics.Recorder, error) { return metrics.New(ctrlmetrics.Registry) })
+
+// metricsOptions: HTTPS with Kubernetes authentication and authorization unless turned off. The
+// serving certificate is self-signed (in memory), as kube-controller-manager's is by default:
+// scrapers verify the caller side, the token, not the server.
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing, m.FilterProvider = true, filters.WithAuthenticationAndAuthorization
+	}
+	return m
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

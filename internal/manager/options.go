@@ -26,6 +26,9 @@ type Options struct {
 	HealthProbeAddr string
 	// MetricsAddr serves Prometheus metrics; "0" disables.
 	MetricsAddr string
+	// MetricsSecure serves them over HTTPS to authenticated, authorized callers only (a token
+	// allowed to get the /metrics non-resource URL).
+	MetricsSecure bool
 	// SyncPeriod is how often every object is reconciled even when nothing changed.
 	SyncPeriod time.Duration
 	// MaxConcurrentReconciles is how many EtcdClusters are reconciled at once. A reconcile of one
@@ -48,7 +51,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
 		"namespace of the leader election Lease (default: the operator's own)")
 	fs.StringVar(&o.HealthProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true,
+		"serve metrics over HTTPS to callers whose token may get /metrics (TokenReview, SubjectAccessReview); false serves plain HTTP to anyone")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "full resync period")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"EtcdClusters reconciled at once (each reconcile may wait on etcd for up to a few seconds)")

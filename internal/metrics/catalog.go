@@ -69,6 +69,11 @@ func WriteDoc(w io.Writer) error {
 	b.WriteString("`controller_runtime_reconcile_errors_total` (label `controller=\"etcdcluster\"`) for reconcile\n")
 	b.WriteString("durations and errors. Every per-cluster metric carries `namespace` and `cluster`; a\n")
 	b.WriteString("cluster's series go when it is deleted.\n\n")
+	b.WriteString("The endpoint (Service `steward-controller-manager-metrics`, port 8443) serves HTTPS to callers whose\n")
+	b.WriteString("token may get `/metrics` (bind ClusterRole `steward-metrics-reader`); `--metrics-secure=false` serves\n")
+	b.WriteString("plain HTTP. The optional kustomize component `config/prometheus` adds a ServiceMonitor for it, a\n")
+	b.WriteString("PodMonitor for every member's own etcd metrics (its plain-HTTP metrics listener, port `metrics`,\n")
+	b.WriteString("2381: no client certificate, no key data), and the scraper's binding.\n\n")
 	b.WriteString("| metric | type | labels | meaning |\n| --- | --- | --- | --- |\n")
 	for _, d := range Catalog {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, d.Kind, strings.Join(d.Labels, ", "), d.Help)
