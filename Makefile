@@ -60,8 +60,12 @@ build: ## Build the steward binary into _out/bin.
 versitygw: ## Build the S3 server the backup tests store into (cached).
 	$(TOOLCHAIN) versitygw
 
+.PHONY: promtool
+promtool: ## Build promtool for the alert rules' unit tests (cached).
+	$(TOOLCHAIN) promtool
+
 .PHONY: test
-test: envtest versitygw ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
+test: envtest versitygw promtool ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m $(UNIT_PKGS)
 
 .PHONY: run

@@ -20,13 +20,14 @@
 #   certmanager              cert-manager-controller (hack/certmanager: certificates, SelfSigned
 #                            and CA issuers only) + cert-manager's CRDs in a crds/ next to it
 #   versitygw                versitygw (hack/s3), an S3 server with a POSIX backend
+#   promtool                 promtool (hack/promtool), for the alert rules' unit tests
 #   all                      everything above
 #   versions                 KEY=VALUE lines: versions and paths (eval-safe)
 #   path <name>              absolute path of one binary: controller-gen, golangci-lint,
 #                            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 #                            kube-proxy, kubectl, etcd, etcdctl, etcdutl (= 3.6), etcd-3.X,
 #                            etcdctl-3.X, etcdutl-3.X, certmanager (the controller),
-#                            certmanager-crds (the CRD directory), versitygw;
+#                            certmanager-crds (the CRD directory), versitygw, promtool;
 #                            exits 1 (path still printed) when it has not been built yet
 #
 # Build logs go to stderr; stdout carries only the output of `versions` and `path`.
@@ -51,6 +52,7 @@ KUBE_MOD=$ROOT/hack/kube
 ETCD_MOD=$ROOT/hack/etcd          # + /v3.5, /v3.6, /v3.7
 CERTMANAGER_MOD=$ROOT/hack/certmanager
 S3_MOD=$ROOT/hack/s3
+PROMTOOL_MOD=$ROOT/hack/promtool
 
 CONTROLLER_GEN_VERSION=$(modver "$TOOLS_MOD/go.mod" sigs.k8s.io/controller-tools)
 GOLANGCI_LINT_VERSION=$(modver "$TOOLS_MOD/go.mod" github.com/golangci/golangci-lint/v2)
@@ -60,6 +62,7 @@ ETCD_36_VERSION=$(modver "$ETCD_MOD/v3.6/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_37_VERSION=$(modver "$ETCD_MOD/v3.7/go.mod" go.etcd.io/etcd/server/v3)
 CERTMANAGER_VERSION=$(modver "$CERTMANAGER_MOD/go.mod" github.com/cert-manager/cert-manager)
 VERSITYGW_VERSION=$(modver "$S3_MOD/go.mod" github.com/versity/versitygw)
+PROMTOOL_VERSION=$(modver "$PROMTOOL_MOD/go.mod" github.com/prometheus/prometheus)
 ENVTEST_ETCD=3.6                  # the etcd minor that _out/envtest links to
 
 KUBE_ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
@@ -80,6 +83,7 @@ CERTMANAGER_DIR=$BIN_DIR/certmanager-$CERTMANAGER_VERSION
 CERTMANAGER_BIN=$CERTMANAGER_DIR/cert-manager-controller
 CERTMANAGER_CRDS=$CERTMANAGER_DIR/crds
 VERSITYGW_BIN=$BIN_DIR/versitygw/$VERSITYGW_VERSION/versitygw
+PROMTOOL_BIN=$BIN_DIR/promtool-$PROMTOOL_VERSION/promtool
 
 # Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
 # stamping (the hack modules are not the binaries' own repositories).
@@ -244,12 +248,21 @@ build_versitygw() {
     github.com/versity/versitygw/cmd/versitygw
 }
 
+# Without the service-discovery plugins (the cloud SDKs): rule tests need none, and the build is a
+# fraction of the full one.
+build_promtool() {
+  (export GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd"
+    build_one "$PROMTOOL_BIN" "promtool $PROMTOOL_VERSION" "$PROMTOOL_MOD" "" \
+      github.com/prometheus/prometheus/cmd/promtool)
+  link "$PROMTOOL_BIN" "$BIN_DIR/promtool"
+}
+
 print_versions() {
   local k
   for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION \
-    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION OUT_DIR \
+    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION PROMTOOL_VERSION OUT_DIR \
     BIN_DIR TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN; do
+    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -267,6 +280,7 @@ print_path() {
     certmanager) p=$CERTMANAGER_BIN ;;
     certmanager-crds) p=$CERTMANAGER_CRDS ;;
     versitygw) p=$VERSITYGW_BIN ;;
+    promtool) p=$PROMTOOL_BIN ;;
     *) die "path: unknown binary '$name'" ;;
   esac
   echo "$p"
@@ -298,6 +312,7 @@ case $cmd in
   envtest) lock; build_envtest ;;
   certmanager) lock; build_certmanager ;;
   versitygw) lock; build_versitygw ;;
+  promtool) lock; build_promtool ;;
   all)
     lock
     start=$(date +%s)
@@ -307,6 +322,7 @@ case $cmd in
     build_envtest
     build_certmanager
     build_versitygw
+    build_promtool
     log "all done in $(( $(date +%s) - start ))s"
     ;;
   versions) print_versions ;;

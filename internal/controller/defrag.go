@@ -36,6 +36,11 @@ func (r *EtcdClusterReconciler) defragment(ctx context.Context, ec *stewardv1.Et
 	t0 := time.Now()
 	err := disruption.New(effects{r: r, o: o, ec: ec}).Do(ctx, o.facts.DisruptionView(), *a.Disruption)
 	took := time.Since(t0)
+	// The member serves again: back into the client Service now, not when the drain's hold ends
+	// (three members defragmented within seconds were all out of it at once).
+	if uerr := r.undrain(ctx, o.pods[m.Name]); uerr != nil && err == nil {
+		err = uerr
+	}
 	if refusal := (*disruption.Refusal)(nil); errors.As(err, &refusal) {
 		// Refused on the fresh read: nothing was asked of etcd, so the intent goes unrecorded.
 		return errors.Join(err, r.patchDefrag(ctx, m, func(d *stewardv1.MemberDefragmentation) {

@@ -20,8 +20,8 @@ import (
 const AnnotationDrainingSince = "etcd.steward.dev/draining-since"
 
 // drainHold bounds how long a drained Pod stays out of the client Service without being restarted
-// (a defragmentation, a disruption that failed): then it serves clients again.
-const drainHold = 10 * time.Second
+// (a disruption that failed): then it serves clients again. A defragmentation undrains at once.
+const drainHold = 5 * time.Second
 
 // stillDraining: the Pod was drained moments ago and its etcd container has not started again since.
 // A container restarted in place on a new image keeps its Pod: without this the next reconcile would
@@ -119,4 +119,15 @@ func (e effects) endpointListed(ctx context.Context, ip string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// undrain puts a drained voter back into the client Service (its disruption kept it running).
+func (r *EtcdClusterReconciler) undrain(ctx context.Context, p *corev1.Pod) error {
+	if p == nil || p.Labels[resources.LabelVoter] != resources.VoterDraining {
+		return nil
+	}
+	base := p.DeepCopy()
+	p.Labels[resources.LabelVoter] = "true"
+	delete(p.Annotations, AnnotationDrainingSince)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.MergeFrom(base)))
 }

@@ -69,4 +69,18 @@ func TestDrainWaitsForTheEndpointsToDropThePod(t *testing.T) {
 	if took := time.Since(start); took < 500*time.Millisecond || took > 5*time.Second {
 		t.Errorf("drain took %v: want the endpoint update (~0.3 s) plus the grace (0.2 s)", took)
 	}
+
+	// A defragmentation keeps the member running: it is undrained at once afterwards.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Undrain(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[resources.LabelVoter] != "true" || got.Annotations[controller.AnnotationDrainingSince] != "" {
+		t.Errorf("after undrain: label %q, annotation %q", got.Labels[resources.LabelVoter], got.Annotations[controller.AnnotationDrainingSince])
+	}
 }

@@ -35,3 +35,8 @@ func (r *EtcdClusterReconciler) DrainJudged(ctx context.Context, ec *stewardv1.E
 	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
 	return effects{r: r, o: o, ec: ec}.Drain(ctx, judged.Name)
 }
+
+// Undrain puts a drained Pod back into the client Service.
+func (r *EtcdClusterReconciler) Undrain(ctx context.Context, p *corev1.Pod) error {
+	return r.undrain(ctx, p)
+}

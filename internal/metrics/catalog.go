@@ -53,11 +53,12 @@ var (
 	CAExpiry           = Def{"steward_ca_expiry_timestamp_seconds", Gauge, "notAfter of the cluster's CA.", withLabels()}
 	BackupLastSuccess  = Def{"steward_backup_last_success_timestamp_seconds", Gauge, "When the newest successful backup of the cluster completed.", withLabels()}
 	BackupLastRevision = Def{"steward_backup_last_success_revision", Gauge, "The etcd revision of the newest successful backup.", withLabels()}
+	BackupReady        = Def{"steward_backup_ready", Gauge, "Condition BackupReady (a schedule targets the cluster): 0 when the newest successful backup is older than twice the schedule's interval or the last one failed.", withLabels()}
 )
 
 // Catalog is every metric, in the order docs/metrics.md lists them.
 var Catalog = []Def{Members, QuorumHealthy, Leader, LeaderChanges, RolloutPending, StepSeconds, Actions, Disruptions,
-	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision}
+	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady}
 
 // WriteDoc writes docs/metrics.md from the catalog.
 func WriteDoc(w io.Writer) error {

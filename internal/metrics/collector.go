@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
@@ -168,6 +169,9 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 			for _, c := range t.Certificates {
 				emit(CertificateExpiry, float64(c.NotAfter.Unix()), c.Name)
 			}
+		}
+		if c := meta.FindStatusCondition(s.Conditions, "BackupReady"); c != nil {
+			emit(BackupReady, boolFloat(c.Status == metav1.ConditionTrue))
 		}
 		if b := s.Backup; b != nil && b.LastSuccessfulBackup != nil {
 			if b.LastSuccessfulBackup.Time != nil {
