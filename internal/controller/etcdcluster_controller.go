@@ -127,6 +127,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.writeStatus(ctx, base, &ec); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
+	r.warn(&ec, &base.Status)
 	if err := r.syncMemberStatus(ctx, o, d); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}

@@ -74,7 +74,12 @@ func WriteDoc(w io.Writer) error {
 	b.WriteString("token may get `/metrics` (bind ClusterRole `steward-metrics-reader`); `--metrics-secure=false` serves\n")
 	b.WriteString("plain HTTP. The optional kustomize component `config/prometheus` adds a ServiceMonitor for it, a\n")
 	b.WriteString("PodMonitor for every member's own etcd metrics (its plain-HTTP metrics listener, port `metrics`,\n")
-	b.WriteString("2381: no client certificate, no key data), and the scraper's binding.\n\n")
+	b.WriteString("2381: no client certificate, no key data), the scraper's binding, the alerts\n")
+	b.WriteString("(`prometheusrule.yaml`, runbooks in docs/runbooks.md) and a Grafana dashboard (`dashboard.json`, as a\n")
+	b.WriteString("ConfigMap labelled `grafana_dashboard`). A unit test checks that every series the alerts and the\n")
+	b.WriteString("dashboard query is in this catalog or in a real etcd member's `/metrics`. Without Prometheus,\n")
+	b.WriteString("`kubectl describe etcd` shows a Warning Event when quorum is lost, `Degraded` turns True for a lasting\n")
+	b.WriteString("reason, the progress deadline passes, backups go stale, or an alarm is raised.\n\n")
 	b.WriteString("| metric | type | labels | meaning |\n| --- | --- | --- | --- |\n")
 	for _, d := range Catalog {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, d.Kind, strings.Join(d.Labels, ", "), d.Help)

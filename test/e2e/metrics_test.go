@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -50,7 +52,7 @@ func TestOperatorMetricsSecure(t *testing.T) {
 	url := "https://" + net.JoinHostPort(svc.Spec.ClusterIP, "8443") + "/metrics"
 	// The serving certificate is self-signed: the caller's token is what is checked.
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a self-signed serving certificate; the token is checked
-	get := func(token string) (int, string, error) {
+	scrape := func(token string) (int, string, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -63,15 +65,59 @@ func TestOperatorMetricsSecure(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), nil
 	}
-	if code, _, err := get(""); err != nil || code != http.StatusUnauthorized {
+	if code, _, err := scrape(""); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("without a token: %d, %v; want 401", code, err)
 	}
-	want := fmt.Sprintf(`steward_cluster_quorum_healthy{cluster="mx",namespace="%s"} 1`, ns)
+	want := []string{
+		fmt.Sprintf(`steward_cluster_quorum_healthy{cluster="mx",namespace="%s"} 1`, ns),
+		fmt.Sprintf(`steward_cluster_members{cluster="mx",namespace="%s",ready="true",role="leader"} 1`, ns),
+		fmt.Sprintf(`steward_cluster_leader{cluster="mx",member="mx-0",namespace="%s"} 1`, ns),
+		fmt.Sprintf(`steward_rollout_pending_members{cluster="mx",namespace="%s"} 0`, ns),
+	}
+	var body string
 	f.WaitFor(t, ns, "the cluster's metrics served to the scraper", time.Minute, func(ctx context.Context) (bool, error) {
-		code, body, err := get(tr.Status.Token)
+		code, b, err := scrape(tr.Status.Token)
 		if err != nil {
 			return false, err
 		}
-		return code == http.StatusOK && strings.Contains(body, want), fmt.Errorf("HTTP %d, %d bytes", code, len(body))
+		body = b
+		for _, w := range want {
+			if !strings.Contains(b, w) {
+				return false, fmt.Errorf("HTTP %d, no %s", code, w)
+			}
+		}
+		return code == http.StatusOK, nil
 	})
+	// The text parses (a scraper would refuse it otherwise), and the CA's expiry is the live one.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing the operator's metrics: %v", err)
+	}
+	ec, _ := get(ctx, ns, "mx")
+	if mf := families["steward_ca_expiry_timestamp_seconds"]; ec.Status.TLS != nil && ec.Status.TLS.CANotAfter != nil {
+		found := false
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "namespace" && l.GetValue() == ns {
+					found = int64(m.GetGauge().GetValue()) == ec.Status.TLS.CANotAfter.Unix()
+				}
+			}
+		}
+		if !found {
+			t.Errorf("steward_ca_expiry_timestamp_seconds does not say the CA's notAfter %v", ec.Status.TLS.CANotAfter)
+		}
+	}
+
+	// Each member's own metrics: plain HTTP on its metrics port, no client certificate.
+	pod := memberPods(t, ns, "mx")["mx-0"]
+	resp, err := http.Get("http://" + net.JoinHostPort(pod.Status.PodIP, "2381") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	member, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(member), "etcd_server_has_leader 1") {
+		t.Errorf("member metrics: HTTP %d, %d bytes, want etcd_server_has_leader 1", resp.StatusCode, len(member))
+	}
 }

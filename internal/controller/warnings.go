@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupplan"
+	"github.com/etcd-steward/steward/internal/plan"
+)
+
+// warning is a Warning Event to record.
+type warning struct{ reason, message string }
+
+// warnings are the Warning Events a status change calls for: each condition an alert would page on
+// (docs/runbooks.md), when it turns bad or changes its reason while bad, and each alarm that appears,
+// so `kubectl describe` tells the story without Prometheus. Steady states emit nothing.
+func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
+	var out []warning
+	turned := func(typ string, bad metav1.ConditionStatus) *metav1.Condition {
+		now := meta.FindStatusCondition(after.Conditions, typ)
+		if now == nil || now.Status != bad {
+			return nil
+		}
+		old := meta.FindStatusCondition(before.Conditions, typ)
+		if old != nil && old.Status == bad && old.Reason == now.Reason {
+			return nil
+		}
+		return now
+	}
+	if c := turned(plan.ConditionAvailable, metav1.ConditionFalse); c != nil && c.Reason == string(plan.ReasonQuorumLost) {
+		out = append(out, warning{"QuorumLost", c.Message})
+	}
+	// A member briefly missing or unready is every planned restart; those page only when they last
+	// (the QuorumAtRisk alert), so they make no Event here.
+	if c := turned(plan.ConditionDegraded, metav1.ConditionTrue); c != nil &&
+		c.Reason != string(plan.ReasonPodMissing) && c.Reason != string(plan.ReasonMemberUnhealthy) {
+		out = append(out, warning{"Degraded", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
+	}
+	if c := turned(plan.ConditionProgressing, metav1.ConditionFalse); c != nil && c.Reason == string(plan.ReasonDeadline) {
+		out = append(out, warning{"ProgressDeadlineExceeded", c.Message})
+	}
+	if c := turned(backupplan.ConditionBackupReady, metav1.ConditionFalse); c != nil {
+		out = append(out, warning{"BackupNotReady", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
+	}
+	had := map[string]bool{}
+	for _, m := range before.Members {
+		for _, a := range m.Alarms {
+			had[m.Name+"/"+a] = true
+		}
+	}
+	for _, m := range after.Members {
+		for _, a := range m.Alarms {
+			if !had[m.Name+"/"+a] {
+				out = append(out, warning{"Alarm", fmt.Sprintf("%s raised on %s", a, m.Name)})
+			}
+		}
+	}
+	return out
+}
+
+// warn records the Warning Events of a status change.
+func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv1.EtcdClusterStatus) {
+	for _, w := range warnings(before, &ec.Status) {
+		r.event(ec, corev1.EventTypeWarning, w.reason, "%s", w.message)
+	}
+}

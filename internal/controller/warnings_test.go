@@ -1,0 +1,44 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+func st(alarms []string, conds ...metav1.Condition) *stewardv1.EtcdClusterStatus {
+	return &stewardv1.EtcdClusterStatus{Conditions: conds,
+		Members: []stewardv1.MemberStatus{{Name: "db-0", Alarms: alarms}}}
+}
+
+func c(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "why"}
+}
+
+func TestWarnings(t *testing.T) {
+	healthy := st(nil, c("Available", "True", "QuorumHealthy"), c("Degraded", "False", "AllHealthy"))
+	for _, tc := range []struct {
+		name          string
+		before, after *stewardv1.EtcdClusterStatus
+		want          string
+	}{
+		{"steady: nothing", healthy, healthy, "[]"},
+		{"quorum lost", healthy, st(nil, c("Available", "False", "QuorumLost")), "[{QuorumLost why}]"},
+		{"quorum still lost: once only", st(nil, c("Available", "False", "QuorumLost")), st(nil, c("Available", "False", "QuorumLost")), "[]"},
+		{"not formed yet is no page", st(nil), st(nil, c("Available", "False", "Bootstrapping")), "[]"},
+		{"degraded, then for another reason", st(nil, c("Degraded", "True", "MemberNotReady")),
+			st(nil, c("Degraded", "True", "MemberCrashLooping")), "[{Degraded MemberCrashLooping: why}]"},
+		{"a member restarting in a roll: no page", healthy, st(nil, c("Degraded", "True", "MemberPodMissing")), "[]"},
+		{"deadline", healthy, st(nil, c("Progressing", "False", "ProgressDeadlineExceeded")), "[{ProgressDeadlineExceeded why}]"},
+		{"backups stale", healthy, st(nil, c("BackupReady", "False", "Stale")), "[{BackupNotReady Stale: why}]"},
+		{"an alarm appears, once", st(nil), st([]string{"NOSPACE"}), "[{Alarm NOSPACE raised on db-0}]"},
+		{"the alarm stays", st([]string{"NOSPACE"}), st([]string{"NOSPACE"}), "[]"},
+	} {
+		if got := fmt.Sprint(warnings(tc.before, tc.after)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
