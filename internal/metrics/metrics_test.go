@@ -141,3 +141,35 @@ func TestCatalogRegistered(t *testing.T) {
 		}
 	}
 }
+
+// Series grow with clusters and members only: a cluster of n members with two alarms each exports a
+// bounded number of series, whatever happened in it, and no label takes a per-request value.
+func TestCardinalityBound(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	const n = 7
+	s := &stewardv1.EtcdClusterStatus{Conditions: []metav1.Condition{{Type: "Available", Status: metav1.ConditionTrue}}}
+	for i := range n {
+		s.Members = append(s.Members, stewardv1.MemberStatus{Name: "m" + string(rune('0'+i)), Role: stewardv1.RoleFollower,
+			Ready: i%2 == 0, DBSize: q("1Gi"), DBSizeInUse: q("1Mi"), Quota: q("2Gi"), Alarms: []string{"NOSPACE", "CORRUPT"}})
+	}
+	s.Members[0].Role = stewardv1.RoleLeader
+	for i := range 1000 { // many reconciles, actions and holds
+		r.Observe("ns", "db", s)
+		r.Action("ns", "db", "DeletePod", "Restart", "RollingMember")
+		r.GateHeld("ns", "db", []string{"AppliedIndex", "Leader"}[i%2])
+	}
+	got, err := testutil.GatherAndCount(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per member: size, in use, quota ratio, 2 alarms; per cluster: members by (role, ready) ≤ 4
+	// here, quorum, leader, pending; the three counters: one series each here, two gate checks.
+	if limit := n*5 + 4 + 3 + 1 + 1 + 2; got > limit {
+		t.Errorf("%d series for one cluster of %d members, want at most %d", got, n, limit)
+	}
+}
