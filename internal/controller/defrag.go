@@ -71,11 +71,11 @@ func (r *EtcdClusterReconciler) defragment(ctx context.Context, ec *stewardv1.Et
 		return perr
 	}
 	if err != nil {
-		r.event(ec, corev1.EventTypeWarning, "DefragmentationFailed", "%s: defragmentation failed after %s: %v",
+		r.memberEvent(ec, m.Name, corev1.EventTypeWarning, "DefragmentationFailed", "%s: defragmentation failed after %s: %v",
 			m.Name, took.Round(time.Millisecond), err)
 		return nil
 	}
-	r.event(ec, corev1.EventTypeNormal, "Defragmented", "%s: %s -> %s in %s (%s)", m.Name, sizeText(res.SizeBefore),
+	r.memberEvent(ec, m.Name, corev1.EventTypeNormal, "Defragmented", "%s: %s -> %s in %s (%s)", m.Name, sizeText(res.SizeBefore),
 		sizeText(res.SizeAfter), took.Round(time.Millisecond), a.DefragTrigger)
 	return nil
 }

@@ -147,7 +147,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		logger.V(1).Info("not yet", "message", a.Message)
 		return ctrl.Result{RequeueAfter: whileWaiting}, nil
 	case applyErr != nil:
-		r.event(&ec, corev1.EventTypeWarning, string(a.Kind)+"Failed", "%s: %v", a, applyErr)
+		r.memberEvent(&ec, a.Member, corev1.EventTypeWarning, string(a.Kind)+"Failed", "%s: %v", a, applyErr)
 		return ctrl.Result{}, applyErr
 	case a.Kind == plan.Wait:
 		logger.V(1).Info("waiting", "message", a.Message)
@@ -157,7 +157,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	logger.Info("applied", "message", a.Message)
 	if a.Kind != plan.RecordPhase {
-		r.event(&ec, corev1.EventTypeNormal, string(a.Kind), "%s", a.Message)
+		r.memberEvent(&ec, a.Member, corev1.EventTypeNormal, string(a.Kind), "%s", a.Message)
 	}
 	return ctrl.Result{RequeueAfter: afterAction}, nil
 }
@@ -175,9 +175,22 @@ func settledRequeue(o *observed) time.Duration {
 }
 
 func (r *EtcdClusterReconciler) event(ec *stewardv1.EtcdCluster, kind, reason, format string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(ec, nil, kind, reason, reason, format, args...)
+	r.memberEvent(ec, "", kind, reason, format, args...)
+}
+
+// memberEvent records an event about one member. The member goes into the event's action: the
+// events API merges events of the same cluster object version, type, reason and action into one
+// series keeping the first message, which hid all but one of three members' "Defragmented" events
+// recorded between two status writes.
+func (r *EtcdClusterReconciler) memberEvent(ec *stewardv1.EtcdCluster, member, kind, reason, format string, args ...any) {
+	if r.Recorder == nil {
+		return
 	}
+	action := reason
+	if member != "" {
+		action = reason + " " + member
+	}
+	r.Recorder.Eventf(ec, nil, kind, reason, action, format, args...)
 }
 
 // SetupWithManager registers the reconciler and what it watches: the cluster, its members, and the

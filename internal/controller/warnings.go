@@ -13,7 +13,7 @@ import (
 )
 
 // warning is a Warning Event to record.
-type warning struct{ reason, message string }
+type warning struct{ reason, member, message string }
 
 // warnings are the Warning Events a status change calls for: each condition an alert would page on
 // (docs/runbooks.md), when it turns bad or changes its reason while bad, and each alarm that appears,
@@ -32,19 +32,17 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 		return now
 	}
 	if c := turned(plan.ConditionAvailable, metav1.ConditionFalse); c != nil && c.Reason == string(plan.ReasonQuorumLost) {
-		out = append(out, warning{"QuorumLost", c.Message})
+		out = append(out, warning{"QuorumLost", "", c.Message})
 	}
 	// A member briefly missing or unready is every planned restart; those page only when they last
 	// (the QuorumAtRisk alert), so they make no Event here.
 	if c := turned(plan.ConditionDegraded, metav1.ConditionTrue); c != nil &&
 		c.Reason != string(plan.ReasonPodMissing) && c.Reason != string(plan.ReasonMemberUnhealthy) {
-		out = append(out, warning{"Degraded", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
+		out = append(out, warning{"Degraded", "", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
 	}
-	if c := turned(plan.ConditionProgressing, metav1.ConditionFalse); c != nil && c.Reason == string(plan.ReasonDeadline) {
-		out = append(out, warning{"ProgressDeadlineExceeded", c.Message})
-	}
+	// The progress deadline has its own Warning already (status.go).
 	if c := turned(backupplan.ConditionBackupReady, metav1.ConditionFalse); c != nil {
-		out = append(out, warning{"BackupNotReady", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
+		out = append(out, warning{"BackupNotReady", "", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
 	}
 	had := map[string]bool{}
 	for _, m := range before.Members {
@@ -55,7 +53,7 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 	for _, m := range after.Members {
 		for _, a := range m.Alarms {
 			if !had[m.Name+"/"+a] {
-				out = append(out, warning{"Alarm", fmt.Sprintf("%s raised on %s", a, m.Name)})
+				out = append(out, warning{"Alarm", m.Name, fmt.Sprintf("%s raised on %s", a, m.Name)})
 			}
 		}
 	}
@@ -65,6 +63,6 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 // warn records the Warning Events of a status change.
 func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv1.EtcdClusterStatus) {
 	for _, w := range warnings(before, &ec.Status) {
-		r.event(ec, corev1.EventTypeWarning, w.reason, "%s", w.message)
+		r.memberEvent(ec, w.member, corev1.EventTypeWarning, w.reason, "%s", w.message)
 	}
 }

@@ -26,15 +26,15 @@ func TestWarnings(t *testing.T) {
 		want          string
 	}{
 		{"steady: nothing", healthy, healthy, "[]"},
-		{"quorum lost", healthy, st(nil, c("Available", "False", "QuorumLost")), "[{QuorumLost why}]"},
+		{"quorum lost", healthy, st(nil, c("Available", "False", "QuorumLost")), "[{QuorumLost  why}]"},
 		{"quorum still lost: once only", st(nil, c("Available", "False", "QuorumLost")), st(nil, c("Available", "False", "QuorumLost")), "[]"},
 		{"not formed yet is no page", st(nil), st(nil, c("Available", "False", "Bootstrapping")), "[]"},
 		{"degraded, then for another reason", st(nil, c("Degraded", "True", "MemberNotReady")),
-			st(nil, c("Degraded", "True", "MemberCrashLooping")), "[{Degraded MemberCrashLooping: why}]"},
+			st(nil, c("Degraded", "True", "MemberCrashLooping")), "[{Degraded  MemberCrashLooping: why}]"},
 		{"a member restarting in a roll: no page", healthy, st(nil, c("Degraded", "True", "MemberPodMissing")), "[]"},
-		{"deadline", healthy, st(nil, c("Progressing", "False", "ProgressDeadlineExceeded")), "[{ProgressDeadlineExceeded why}]"},
-		{"backups stale", healthy, st(nil, c("BackupReady", "False", "Stale")), "[{BackupNotReady Stale: why}]"},
-		{"an alarm appears, once", st(nil), st([]string{"NOSPACE"}), "[{Alarm NOSPACE raised on db-0}]"},
+		{"deadline: its own event already", healthy, st(nil, c("Progressing", "False", "ProgressDeadlineExceeded")), "[]"},
+		{"backups stale", healthy, st(nil, c("BackupReady", "False", "Stale")), "[{BackupNotReady  Stale: why}]"},
+		{"an alarm appears, once", st(nil), st([]string{"NOSPACE"}), "[{Alarm db-0 NOSPACE raised on db-0}]"},
 		{"the alarm stays", st([]string{"NOSPACE"}), st([]string{"NOSPACE"}), "[]"},
 	} {
 		if got := fmt.Sprint(warnings(tc.before, tc.after)); got != tc.want {
