@@ -40,3 +40,8 @@ func (r *EtcdClusterReconciler) DrainJudged(ctx context.Context, ec *stewardv1.E
 func (r *EtcdClusterReconciler) Undrain(ctx context.Context, p *corev1.Pod) error {
 	return r.undrain(ctx, p)
 }
+
+// MemberEvent records an event about one member, as reconciles do.
+func (r *EtcdClusterReconciler) MemberEvent(ec *stewardv1.EtcdCluster, member, reason, note string) {
+	r.memberEvent(ec, member, corev1.EventTypeNormal, reason, "%s", note)
+}

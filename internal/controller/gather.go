@@ -113,7 +113,9 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 // image (resources.ImageOnly), judged from the template the Pod was built from.
 func (r *EtcdClusterReconciler) podFacts(ec *stewardv1.EtcdCluster, m *stewardv1.EtcdMember, p *corev1.Pod) plan.Pod {
 	out := podFacts(p)
-	if out.Template != nil && ec.Status.Observed != nil {
+	// Rendering two Pods is only worth it for a Pod that needs a roll to reach the target.
+	if out.Template != nil && ec.Status.Observed != nil &&
+		plan.Compare(*out.Template, *ec.Status.Observed, ec.Spec.Storage.Medium).Has(plan.ChangeRoll) {
 		out.ImageOnly = resources.ImageOnly(resources.Member{Cluster: ec, Name: m.Name, Voter: true},
 			out.Template, ec.Status.Observed, r.EtcdImageRepository)
 	}
