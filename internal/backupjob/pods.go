@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // Labels on backup Jobs and their Pods. They carry no etcd.steward.dev/cluster label: that label
@@ -82,7 +83,6 @@ func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
 	args = append(args, storageArgs(j.Storage)...)
 	c := container("verify", etcdImage, args, j.Storage)
 	c.Command = []string{toolsDir + "/steward"}
-	c.SecurityContext = nil // the etcd image runs as root and writes its data dir
 	c.VolumeMounts = append(c.VolumeMounts,
 		corev1.VolumeMount{Name: "tools", MountPath: toolsDir, ReadOnly: true},
 		corev1.VolumeMount{Name: "work", MountPath: workDir})
@@ -105,8 +105,7 @@ func job(j Job, task string, spec corev1.PodSpec, retries int32) *batchv1.Job {
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	spec.AutomountServiceAccountToken = ptr.To(false)
 	spec.EnableServiceLinks = ptr.To(false)
-	spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: ptr.To[int64](65532),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	spec.SecurityContext = resources.RestrictedPod()
 	jb := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
@@ -131,10 +130,7 @@ func container(name, image string, args []string, s v1.BackupStorage) corev1.Con
 		Args:                     args,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		Resources:                corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext:          resources.RestrictedContainer(),
 	}
 	if s.S3 != nil {
 		ref := s.S3.CredentialsSecretRef

@@ -4,9 +4,9 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // Restore is what the seed of a restored cluster needs to build its data directory.
@@ -42,9 +42,6 @@ func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 	}
 	args = append(args, storageArgs(r.Storage)...)
 	fetch := container("restore-fetch", r.Image, args, r.Storage)
-	// The member's volume belongs to root (etcd's image runs as root).
-	fetch.SecurityContext.RunAsUser = ptr.To[int64](0)
-	fetch.SecurityContext.RunAsNonRoot = ptr.To(false)
 	data := corev1.VolumeMount{Name: r.VolumeName, MountPath: r.MountPath}
 	fetch.VolumeMounts = append(fetch.VolumeMounts, data)
 
@@ -60,6 +57,7 @@ func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 			"--initial-cluster-token=" + r.Token, "--initial-advertise-peer-urls=" + r.PeerURL,
 			"--bump-revision=" + strconv.FormatInt(r.Bump, 10), "--etcdutl=/usr/local/bin/etcdutl"},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          resources.RestrictedContainer(),
 		VolumeMounts:             []corev1.VolumeMount{data, {Name: "restore-tools", MountPath: toolsDir, ReadOnly: true}},
 	}
 	vols := append(storageVolumes(r.Storage),

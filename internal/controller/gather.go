@@ -79,7 +79,8 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		return nil, err
 	}
 
-	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec), ReservedOrdinals: reserved}
+	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec), ReservedOrdinals: reserved,
+		PodRevision: resources.PodRevision}
 	for i := range members.Items {
 		m := &members.Items[i]
 		if m.Spec.ClusterName != ec.Name {
@@ -128,7 +129,8 @@ func podFacts(p *corev1.Pod) plan.Pod {
 	}
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
 		ForceNewCluster: p.Annotations[resources.AnnotationForceNewCluster] == "true",
-		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p)}
+		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
+		Revision: resources.PodRevisionOf(p)}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}

@@ -13,6 +13,10 @@ const (
 	ConditionProgressing   = "Progressing"
 	ConditionDegraded      = "Degraded"
 	ConditionRollingUpdate = "RollingUpdate"
+
+	// PassStewardUpgrade is status.rollout.pass while members roll only because an older Steward
+	// built their Pods (see Facts.PodRevision).
+	PassStewardUpgrade = "StewardUpgrade"
 )
 
 // Reason is a CamelCase reason, used on actions and conditions alike.

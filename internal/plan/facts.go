@@ -54,6 +54,10 @@ type Facts struct {
 	// ReservedOrdinals are held by PVCs a quorum recovery detached and kept: no new member takes
 	// them (its PVC name would collide with stale data).
 	ReservedOrdinals []int32
+	// PodRevision is how this Steward builds member Pods (resources.PodRevision); a Pod built with
+	// an older one is rolled like an outdated template, so an operator upgrade that changes the Pod
+	// (security context, probes, flags) reaches every member one at a time. 0 turns the check off.
+	PodRevision int
 }
 
 // TLS is the certificate step's verdict for the plan.
@@ -136,6 +140,9 @@ type Pod struct {
 	// ImageOnly: the Pod built for the target template would differ from this one only in the etcd
 	// container's image (a patch upgrade, a registry move): the container can restart in place.
 	ImageOnly bool
+	// Revision is the Pod revision it was built with (its annotation); 0 when it does not say (built
+	// before revisions were recorded).
+	Revision int
 }
 
 // Resize is what the Pod says of its etcd container's resources.

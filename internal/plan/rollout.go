@@ -33,7 +33,7 @@ func (v *view) roll() (Action, bool) {
 	victim := order[0]
 	kind, verb, k := disruption.Restart, "restarting", DeletePod
 	switch {
-	case victim.Pod.ImageOnly && victim.Pod.Exists && !victim.Pod.Deleting && !victim.TrustOutdated:
+	case victim.Pod.ImageOnly && victim.Pod.Exists && !victim.Pod.Deleting && !victim.TrustOutdated && !v.podBehind(victim):
 		kind, verb, k = disruption.RestartContainer, "restarting in place (new image)", RestartContainer
 	case v.f.memory():
 		kind, verb, k = disruption.Replace, "replacing", RemoveMember
@@ -47,7 +47,11 @@ func (v *view) roll() (Action, bool) {
 	if victim.leader {
 		return v.moveLeader(victim, "rolling it"), true
 	}
-	a, blocked := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto the new template", verb, victim.Name), kind)
+	onto := "the new template"
+	if v.onlyPodBehind(victim) {
+		onto = "the Pod this Steward version builds (its Pod was built by an older Steward)"
+	}
+	a, blocked := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto %s", verb, victim.Name, onto), kind)
 	if blocked {
 		v.rollBlocked = a.Message
 		return Action{}, false
@@ -129,7 +133,7 @@ func (v *view) byRollOrder(out []*memberView) []*memberView {
 func (v *view) recordInPlace() (Action, bool) {
 	for _, m := range v.active() {
 		if m.Phase != v1alpha1.MemberRunning || !m.change.Has(ChangeRoll) || !m.Pod.Exists || m.Pod.Deleting ||
-			m.Pod.Template == nil || m.TrustOutdated {
+			m.Pod.Template == nil || m.TrustOutdated || v.podBehind(m) {
 			continue
 		}
 		if Compare(*m.Pod.Template, v.target, v.f.medium())&^ChangeMetadata == 0 {
@@ -137,4 +141,10 @@ func (v *view) recordInPlace() (Action, bool) {
 		}
 	}
 	return Action{}, false
+}
+
+// onlyPodBehind: the member rolls only because an older Steward built its Pod (an operator upgrade);
+// its template and trust are current.
+func (v *view) onlyPodBehind(m *memberView) bool {
+	return v.podBehind(m) && !m.TrustOutdated && !Compare(m.Template, v.target, v.f.medium()).Has(ChangeRoll)
 }

@@ -58,7 +58,7 @@ func (w *world) apply(f Facts, a Action) {
 		}
 		m.template = w.observed()
 		w.ensurePVC(m)
-		m.pod = &wPod{template: m.template, bootstrap: true, uid: w.newUID()}
+		m.pod = &wPod{template: m.template, bootstrap: true, uid: w.newUID(), revision: w.podRevision}
 	case AddLearner:
 		w.addLearner(m, crash, early)
 	case CreatePod:
@@ -72,7 +72,8 @@ func (w *world) apply(f Facts, a Action) {
 			return
 		}
 		w.ensurePVC(m)
-		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name], uid: w.newUID()}
+		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name], uid: w.newUID(),
+			revision: w.podRevision}
 		w.events = append(w.events, event{step: w.step, kind: CreatePod, member: m.name, ordinal: m.ordinal, reason: a.Reason})
 	case PromoteLearner:
 		w.promote(m, a, crash)

@@ -156,7 +156,7 @@ func (w *world) facts() Facts {
 
 // liveFacts is what a read past the cache gathers: the world as it is now.
 func (w *world) liveFacts() Facts {
-	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now}
+	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, PodRevision: w.podRevision}
 	for _, m := range w.members {
 		w.observeMember(m)
 		f.Members = append(f.Members, w.memberFacts(m))
@@ -195,7 +195,7 @@ func (w *world) memberFacts(m *wMember) Member {
 		fm.Pod = Pod{Exists: true, Ready: p.running && p.deleting == 0 && !p.unready, Deleting: p.deleting > 0,
 			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
-			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy()}
+			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy(), Revision: p.revision}
 		fm.Pod.Resize = Resize{Spec: *p.template.Resources.DeepCopy(), Applied: !p.resizing}
 		if t := w.cluster.Status.Observed; t != nil {
 			a, b := *p.template.DeepCopy(), *t.DeepCopy()

@@ -47,6 +47,8 @@ type world struct {
 	last    Decision
 	// check runs after every step: a scenario's own invariant.
 	check func(*world)
+	// podRevision is the Steward version's Pod revision (Facts.PodRevision): new Pods get it.
+	podRevision int
 	// alarm: NOSPACE is raised (the quota is full) until the test disarms it.
 	alarm bool
 	// lag is the chance a step plans on the previous step's Kubernetes facts (a stale cache);
@@ -99,6 +101,7 @@ type wPod struct {
 	unschedulable bool
 	data          uint64 // memory storage: the member ID whose data the tmpfs holds
 	uid           int
+	revision      int  // the Pod revision it was built with
 	failed        bool // phase Failed (evicted): its containers never run again
 	stalled       int  // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
 	unready       bool // etcd serves, but the readiness probe fails (an alarm, a slow probe)

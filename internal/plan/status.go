@@ -127,6 +127,12 @@ func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
 		r.Member = d.Action.Member
 	}
 	r.InPlace = d.InPlace
+	for _, m := range v.members {
+		if v.onlyPodBehind(m) {
+			r.Pass = PassStewardUpgrade
+			break
+		}
+	}
 	for _, n := range d.Order {
 		if n != r.Member {
 			r.Pending = append(r.Pending, n)

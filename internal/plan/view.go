@@ -76,13 +76,19 @@ func (v *view) setTarget(t v1alpha1.MemberTemplate) {
 		if m.change.Has(ChangeResize) && v.resizeGivenUp(m) != "" {
 			m.change = m.change&^ChangeResize | ChangeRoll
 		}
-		if m.TrustOutdated {
+		if m.TrustOutdated || v.podBehind(m) {
 			m.change |= ChangeRoll
 		}
 		if expansionNeeded(m.PVC, t, v.f.medium()) {
 			m.change |= ChangeExpand
 		}
 	}
+}
+
+// podBehind: the member's Pod was built by an older Steward, one that rendered member Pods
+// differently; only a rebuild brings it to this version's Pod (a Pod being deleted is on its way).
+func (v *view) podBehind(m *memberView) bool {
+	return v.f.PodRevision > 0 && m.Pod.Exists && !m.Pod.Deleting && m.Pod.Revision < v.f.PodRevision
 }
 
 func (m *memberView) inEtcd() bool  { return m.live != nil }

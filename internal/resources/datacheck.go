@@ -2,7 +2,6 @@ package resources
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 )
 
 // Where the Steward binary is copied for the etcd container (etcd's images are distroless).
@@ -22,10 +21,7 @@ func withDataCheck(pod *corev1.Pod, m Member) {
 		Command:                  []string{"/steward", "install-self", toolsDir + "/steward"},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		VolumeMounts:             []corev1.VolumeMount{{Name: toolsVolume, MountPath: toolsDir}},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext:          RestrictedContainer(),
 	}
 	pod.Spec.InitContainers = append([]corev1.Container{install}, pod.Spec.InitContainers...)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: toolsVolume,

@@ -98,6 +98,7 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 			TopologySpreadConstraints:     slices.Clone(t.TopologySpreadConstraints),
 			PriorityClassName:             t.PriorityClassName,
 			Affinity:                      affinity(ec.Name, t),
+			SecurityContext:               RestrictedPod(),
 			Containers: []corev1.Container{{
 				Name:      "etcd",
 				Image:     Image(t, imageRepository),
@@ -109,10 +110,11 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 					{Name: "peer", ContainerPort: PeerPort},
 					{Name: "metrics", ContainerPort: MetricsPort},
 				},
-				VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: DataMountPath}},
-				ReadinessProbe: probe(readinessPath(t.Version), 1, 3),
-				LivenessProbe:  probe(livenessPath(t.Version), 5, 8),
-				StartupProbe:   probe(livenessPath(t.Version), 1, 300),
+				VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: DataMountPath}},
+				ReadinessProbe:  probe(readinessPath(t.Version), 1, 3),
+				LivenessProbe:   probe(livenessPath(t.Version), 5, 8),
+				StartupProbe:    probe(livenessPath(t.Version), 1, 300),
+				SecurityContext: RestrictedContainer(),
 			}},
 			Volumes: []corev1.Volume{dataVolume(m.Name, t)},
 		},
@@ -121,6 +123,7 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 		withDataCheck(pod, m)
 	}
 	pod.Annotations = withKey(pod.Annotations, AnnotationTemplate, templateAnnotation(t))
+	pod.Annotations[AnnotationPodRevision] = strconv.Itoa(PodRevision)
 	if m.Bootstrap.ForceNewCluster {
 		pod.Annotations = withKey(pod.Annotations, AnnotationForceNewCluster, "true")
 	}

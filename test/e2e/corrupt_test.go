@@ -122,10 +122,10 @@ func diverge(t *testing.T, ns, member string) {
 	if err := f.Client.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, &pv); err != nil {
 		t.Fatal(err)
 	}
-	if pv.Spec.HostPath == nil {
-		t.Skipf("PV %s is not a host path: cannot reach the member's files", pv.Name)
+	if pv.Spec.Local == nil {
+		t.Fatalf("PV %s is not a local volume: cannot reach the member's files", pv.Name)
 	}
-	db, err := bolt.Open(filepath.Join(pv.Spec.HostPath.Path, "data", "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 10 * time.Second})
+	db, err := bolt.Open(filepath.Join(pv.Spec.Local.Path, "data", "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,11 @@
 // Command provisioner is the local cluster's dynamic PV provisioner: one
-// directory per PersistentVolume under -base-dir, exposed as a hostPath PV
+// directory per PersistentVolume under -base-dir, exposed as a `local` PV
 // pinned to the node that asked for it, removed when the PV is released.
+//
+// Why `local` and not hostPath: the kubelet applies a Pod's fsGroup to local
+// volumes (as to block-backed CSI volumes on real clusters) and never to
+// hostPath ones, so Pods running as non-root see what they would elsewhere,
+// including data an older root-running Pod left behind.
 //
 // Why our own: the cluster runs as host processes (no in-cluster manifests to
 // pull), and a host process writing under the cluster's state directory means
@@ -49,7 +54,6 @@ func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.Provi
 	if node == "" {
 		node = p.nodeName
 	}
-	hostPathType := v1.HostPathDirectory
 	reclaim := v1.PersistentVolumeReclaimDelete
 	if opts.StorageClass.ReclaimPolicy != nil {
 		reclaim = *opts.StorageClass.ReclaimPolicy
@@ -62,7 +66,7 @@ func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.Provi
 			Capacity:                      v1.ResourceList{v1.ResourceStorage: opts.PVC.Spec.Resources.Requests[v1.ResourceStorage]},
 			MountOptions:                  opts.StorageClass.MountOptions,
 			PersistentVolumeSource: v1.PersistentVolumeSource{
-				HostPath: &v1.HostPathVolumeSource{Path: dir, Type: &hostPathType},
+				Local: &v1.LocalVolumeSource{Path: dir},
 			},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
 				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
@@ -75,10 +79,15 @@ func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.Provi
 }
 
 func (p *hostPathProvisioner) Delete(_ context.Context, pv *v1.PersistentVolume) error {
-	if pv.Spec.HostPath == nil {
-		return &controller.IgnoredError{Reason: "not a hostPath volume"}
+	var dir string
+	switch {
+	case pv.Spec.Local != nil:
+		dir = filepath.Clean(pv.Spec.Local.Path)
+	case pv.Spec.HostPath != nil: // made before volumes were local
+		dir = filepath.Clean(pv.Spec.HostPath.Path)
+	default:
+		return &controller.IgnoredError{Reason: "not a local volume"}
 	}
-	dir := filepath.Clean(pv.Spec.HostPath.Path)
 	// Never remove anything outside our own base directory, whatever the PV says.
 	if !strings.HasPrefix(dir, filepath.Clean(p.baseDir)+string(filepath.Separator)) {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("%s is outside %s", dir, p.baseDir)}

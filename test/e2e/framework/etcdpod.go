@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // EtcdSet describes a hand-made etcd cluster: Pods <Name>-0..N-1 behind a headless
@@ -80,10 +82,13 @@ func (s EtcdSet) pod(member, initialCluster string) *corev1.Pod {
 			Subdomain: s.Name,
 			// Killed members are the point of these tests; no need to wait for them.
 			TerminationGracePeriodSeconds: &zero,
+			// The e2e namespaces enforce Pod Security "restricted".
+			SecurityContext: resources.RestrictedPod(),
 			Containers: []corev1.Container{{
 				Name:            "etcd",
 				Image:           s.Image,
 				ImagePullPolicy: corev1.PullIfNotPresent,
+				SecurityContext: resources.RestrictedContainer(),
 				Command: []string{"etcd",
 					"--name=" + member,
 					"--data-dir=/var/lib/etcd/data",

@@ -29,8 +29,11 @@ func (f *Framework) Namespace(t *testing.T) string {
 	t.Helper()
 	name := namespaceName(t.Name())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   name,
-		Labels: map[string]string{TestLabel: "true"},
+		Name: name,
+		// Every Pod Steward makes (members, backup Jobs, restore init containers) must pass the
+		// strictest Pod Security level; the namespace refuses any that does not.
+		Labels: map[string]string{TestLabel: "true",
+			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

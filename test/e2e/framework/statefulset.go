@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // StatefulSet is the baseline Steward is compared with (docs/performance.md): the same etcd as a
@@ -38,8 +40,11 @@ func (s EtcdSet) StatefulSet() *appsv1.StatefulSet {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: s.Labels()},
 				Spec: corev1.PodSpec{
+					// As Steward's members: the e2e namespaces enforce Pod Security "restricted".
+					SecurityContext: resources.RestrictedPod(),
 					Containers: []corev1.Container{{
 						Name: "etcd", Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+						SecurityContext: resources.RestrictedContainer(),
 						Command: []string{"etcd", "--name=$(POD_NAME)", "--data-dir=/var/lib/etcd/data",
 							"--listen-client-urls=http://0.0.0.0:2379", "--advertise-client-urls=http://" + host + ":2379",
 							"--listen-peer-urls=http://0.0.0.0:2380", "--initial-advertise-peer-urls=http://" + host + ":2380",
