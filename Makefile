@@ -56,6 +56,10 @@ lint: tools ## golangci-lint with .golangci.yml.
 build: ## Build the steward binary into _out/bin.
 	CGO_ENABLED=0 go build -trimpath -o _out/bin/steward ./cmd/steward
 
+.PHONY: plugin
+plugin: ## Build the kubectl etcd plugin into _out/bin (put it on PATH to use `kubectl etcd`).
+	CGO_ENABLED=0 go build -trimpath -o _out/bin/kubectl-etcd ./cmd/kubectl-etcd
+
 .PHONY: versitygw
 versitygw: ## Build the S3 server the backup tests store into (cached).
 	$(TOOLCHAIN) versitygw

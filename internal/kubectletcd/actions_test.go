@@ -1,0 +1,302 @@
+package kubectletcd
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+func TestPauseResume(t *testing.T) {
+	h := newHarness(t, nil, allFixtures()...)
+	if err := h.run(t, "pause", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	ec, _ := getCluster(context.Background(), h.env, "demo")
+	if !ec.Spec.Paused {
+		t.Fatal("pause did not set spec.paused")
+	}
+	if err := h.run(t, "resume", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	ec, _ = getCluster(context.Background(), h.env, "demo")
+	if ec.Spec.Paused {
+		t.Fatal("resume did not clear spec.paused")
+	}
+	if want := []string{`{"spec":{"paused":true}}`, `{"spec":{"paused":null}}`}; !slices.Equal(h.patches, want) {
+		t.Fatalf("patches %q, want merge patches of spec.paused alone %q", h.patches, want)
+	}
+	golden(t, "pause.golden", h.out.Bytes())
+}
+
+func TestBackupCopiesDestination(t *testing.T) {
+	sched := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "demo-hourly", Namespace: "db"},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "@hourly", Verify: true,
+			Template: stewardv1.EtcdBackupSpec{ClusterName: "demo", Destination: stewardv1.BackupStorage{
+				Volume: &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups"}}}}}
+	h := newHarness(t, nil, append(allFixtures(), sched)...)
+	if err := h.run(t, "backup", "demo", "--name", "now"); err != nil {
+		t.Fatal(err)
+	}
+	var b stewardv1.EtcdBackup
+	if err := h.client.Get(context.Background(), types.NamespacedName{Namespace: "db", Name: "now"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Spec.ClusterName != "demo" || b.Spec.Destination.Volume == nil || !b.Spec.Verify {
+		t.Fatalf("backup spec %+v: want the schedule's volume destination and verify", b.Spec)
+	}
+	// --like names a backup: its S3 destination wins over the schedule.
+	if err := h.run(t, "backup", "demo", "--name", "now2", "--like", "demo-hourly-29412360"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.Get(context.Background(), types.NamespacedName{Namespace: "db", Name: "now2"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Spec.Destination.S3 == nil || b.Spec.Destination.S3.Bucket != "backups" {
+		t.Fatalf("--like: destination %+v", b.Spec.Destination)
+	}
+	golden(t, "backup.golden", h.out.Bytes())
+
+	// Without any backup or schedule there is no destination to copy: say what to do.
+	h = newHarness(t, nil, fixtureCluster())
+	err := h.run(t, "backup", "demo")
+	if err == nil || !strings.Contains(err.Error(), "no backup destination known") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRestore(t *testing.T) {
+	h := newHarness(t, nil, allFixtures()...)
+	if err := h.run(t, "restore", "demo-hourly-29412300", "--into", "demo2"); err == nil || !strings.Contains(err.Error(), "is Failed, not Succeeded") {
+		t.Fatalf("restore of a failed backup: %v", err)
+	}
+	if err := h.run(t, "restore", "demo-hourly-29412360", "--into", "demo"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("restore into an existing cluster: %v", err)
+	}
+	h.out.Reset()
+	if err := h.run(t, "restore", "demo-hourly-29412360", "--into", "demo-restored", "--dry-run"); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "restore-dry-run.golden", h.out.Bytes())
+	if err := h.run(t, "restore", "demo-hourly-29412360", "--into", "demo-restored"); err != nil {
+		t.Fatal(err)
+	}
+	ec, err := getCluster(context.Background(), h.env, "demo-restored")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ec.Spec.Bootstrap; r == nil || r.Restore == nil || r.Restore.BackupName != "demo-hourly-29412360" || ec.Spec.Version != "3.6.16" {
+		t.Fatalf("restored spec %+v", ec.Spec)
+	}
+}
+
+func TestDefragThroughSchedule(t *testing.T) {
+	ec := fixtureCluster()
+	ec.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Schedule: "0 3 * * 0"}}
+	objs := append([]client.Object{ec}, allFixtures()[1:]...)
+	// The operator, faked: once the one-off schedule is set, every member reports a
+	// defragmentation that ended after the slot.
+	var h *harness
+	funcs := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if err := c.List(ctx, list, opts...); err != nil {
+			return err
+		}
+		if ml, ok := list.(*stewardv1.EtcdMemberList); ok && len(h.patches) > 0 && strings.Contains(h.patches[0], `"12 0 1 12 *"`) {
+			for i := range ml.Items {
+				ml.Items[i].Status.Defragmentation = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
+					Time: at(time.Duration(i+1) * time.Second), Outcome: stewardv1.DefragmentationSucceeded, DurationMilliseconds: 40}}
+			}
+		}
+		return nil
+	}}
+	// The first write conflicts, as it does when the operator wrote status in between.
+	conflicted := false
+	funcs.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if !conflicted {
+			conflicted = true
+			return apierrors.NewConflict(schema.GroupResource{Group: group, Resource: "etcdclusters"}, obj.GetName(), errors.New("modified"))
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}
+	h = newHarness(t, funcs, objs...)
+	h.env.Now = func() time.Time { return time.Date(2026, 12, 1, 0, 12, 30, 0, time.UTC) }
+	if err := h.run(t, "defrag", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := getCluster(context.Background(), h.env, "demo")
+	if s := got.Spec.Maintenance.Defragmentation.Schedule; s != "0 3 * * 0" {
+		t.Fatalf("schedule after defrag %q, want the user's back", s)
+	}
+	if _, ok := got.Annotations[annotationDefrag]; ok {
+		t.Fatal("the record annotation stayed")
+	}
+	if len(h.patches) != 3 || h.patches[0] != h.patches[1] || !strings.Contains(h.patches[1], `"resourceVersion"`) {
+		t.Fatalf("patches %q: want the one-off schedule set (guarded by resourceVersion, retried after the conflict) and put back", h.patches)
+	}
+	golden(t, "defrag.golden", h.out.Bytes())
+
+	// An interrupted run left its schedule: the next run puts the user's back first.
+	rec := `{"previous":"0 3 * * 0","schedule":"12 0 1 12 *","slot":"2026-12-01T00:12:00Z"}`
+	patch := `{"metadata":{"annotations":{"` + annotationDefrag + `":` + jsonString(rec) + `}},"spec":{"maintenance":{"defragmentation":{"schedule":"12 0 1 12 *"}}}}`
+	if err := h.client.Patch(context.Background(), got, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = getCluster(context.Background(), h.env, "demo")
+	if err := restoreSchedule(context.Background(), h.env, got); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = getCluster(context.Background(), h.env, "demo")
+	if s := got.Spec.Maintenance.Defragmentation.Schedule; s != "0 3 * * 0" {
+		t.Fatalf("schedule after the repair %q", s)
+	}
+}
+
+func jsonString(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+}
+
+func TestDefragRefusals(t *testing.T) {
+	ec := fixtureCluster()
+	ec.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Enabled: new(bool)}}
+	h := newHarness(t, nil, ec)
+	if err := h.run(t, "defrag", "demo"); err == nil || !strings.Contains(err.Error(), "enabled false") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestReportRedactsSecrets(t *testing.T) {
+	h := newHarness(t, nil, allFixtures()...)
+	file := filepath.Join(t.TempDir(), "r.tar.gz")
+	if err := h.run(t, "report", "demo", "-f", file, "--operator-namespace", ""); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := untar(t, data)
+	for _, want := range []string{"demo-report/etcdcluster.yaml", "demo-report/status.txt", "demo-report/status.yaml",
+		"demo-report/etcdmembers/demo-0.yaml", "demo-report/etcdbackups/demo-hourly-29412360.yaml", "demo-report/pods/demo-1.yaml",
+		"demo-report/logs/demo-1/etcd.log", "demo-report/logs/demo-1/etcd.previous.log", "demo-report/pvcs/data-demo-0.yaml",
+		"demo-report/services/demo-client.yaml", "demo-report/events.yaml", "demo-report/secrets.yaml"} {
+		if _, ok := files[want]; !ok {
+			t.Errorf("bundle lacks %s (has %v)", want, keys(files))
+		}
+	}
+	if _, ok := files["demo-report/etcdmembers/other-0.yaml"]; ok {
+		t.Error("another cluster's member is in the bundle")
+	}
+	if ev := files["demo-report/events.yaml"]; !strings.Contains(ev, "Defragmented") || strings.Contains(ev, "unrelated event") {
+		t.Errorf("events.yaml:\n%s", ev)
+	}
+	sec := files["demo-report/secrets.yaml"]
+	for _, want := range []string{"name: s3-credentials", "- secretAccessKey", "name: demo-client-tls", "- tls.key"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("secrets.yaml lacks %q:\n%s", want, sec)
+		}
+	}
+	if strings.Contains(sec, "unrelated") {
+		t.Errorf("secrets.yaml lists a Secret unrelated to the cluster:\n%s", sec)
+	}
+	for name, content := range files {
+		for _, v := range append(slices.Clone(secretValues), "not-ours") {
+			for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), strings.SplitN(v, "\n", 2)[len(strings.SplitN(v, "\n", 2))-1]} {
+				if strings.Contains(content, form) {
+					t.Errorf("%s holds a Secret value %q", name, form)
+				}
+			}
+		}
+	}
+}
+
+func untar(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	out := map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		out[hdr.Name] = string(b)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fakeForward stands in for kubectl port-forward: each member "listens" at a fixed address.
+type fakeForward map[string]string
+
+func (f fakeForward) Forward(_ context.Context, _, pod string, _ int) (string, func(), error) {
+	return f[pod], func() {}, nil
+}
+
+func TestEtcdctlPassesFlagsAndExitCode(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "etcdctl")
+	// A stand-in etcdctl: prints its arguments and the files it was handed, exits 3.
+	body := "#!/bin/sh\necho \"$@\"\nfor a in \"$@\"; do case $a in --cacert=*|--cert=*|--key=*) f=${a#*=}; test -r \"$f\" && echo \"readable ${f##*/} $(stat -c %a \"$f\")\";; esac; done\necho \"$@\" | tr ' ' '\\n' | grep -- --key= | cut -d= -f2 > " + filepath.Join(dir, "keypath") + "\nexit 3\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, nil, allFixtures()...)
+	h.env.Forward = fakeForward{"demo-0": "127.0.0.1:40000", "demo-1": "127.0.0.1:40001", "demo-2": "127.0.0.1:40002"}
+	err := h.run(t, "etcdctl", "demo", "--etcdctl", script, "--", "endpoint", "status", "-w", "table")
+	if !errors.Is(err, exitCode(3)) {
+		t.Fatalf("exit: %v, want etcdctl's status 3 passed through", err)
+	}
+	out := h.out.String()
+	for _, want := range []string{"--endpoints=https://127.0.0.1:40000 ", "endpoint status -w table", "readable ca.crt 600", "readable tls.crt 600", "readable tls.key 600"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("etcdctl saw %q, want %q in it", out, want)
+		}
+	}
+	keyPath, _ := os.ReadFile(filepath.Join(dir, "keypath"))
+	if _, err := os.Stat(filepath.Dir(strings.TrimSpace(string(keyPath)))); !os.IsNotExist(err) {
+		t.Errorf("the certificate directory %s was not removed: %v", keyPath, err)
+	}
+
+	h.out.Reset()
+	if err := h.run(t, "etcdctl", "demo", "--all", "--etcdctl", script, "--", "endpoint", "health"); !errors.Is(err, exitCode(3)) {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.out.String(), "--endpoints=https://127.0.0.1:40000,https://127.0.0.1:40001,https://127.0.0.1:40002 ") {
+		t.Errorf("--all: %s", h.out)
+	}
+	if err := h.run(t, "etcdctl", "demo", "--member", "demo-9", "--etcdctl", script); err == nil || !strings.Contains(err.Error(), `no member "demo-9"`) {
+		t.Errorf("--member demo-9: %v", err)
+	}
+}

@@ -1,0 +1,171 @@
+package kubectletcd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/plan"
+)
+
+func newPlanCommand(get envFunc) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "plan CLUSTER -f new.yaml",
+		Short: "Show what applying new.yaml would do, member by member, without changing anything",
+		Long: `plan sends new.yaml to the API server as a dry-run update (dryRun=All: admission, defaults and
+every validation rule run, nothing is stored), then compares each member's recorded template with
+the result using the operator's own planner (internal/plan): which members restart, which are
+resized in place or only relabelled, in the order the roll takes them (unready members first,
+then followers from the highest ordinal, the leader last after a leadership handoff).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := get(cmd)
+			if err != nil {
+				return err
+			}
+			if file == "" {
+				return fmt.Errorf("-f new.yaml is required")
+			}
+			var data []byte
+			if file == "-" {
+				data, err = io.ReadAll(env.In)
+			} else {
+				data, err = os.ReadFile(file)
+			}
+			if err != nil {
+				return err
+			}
+			want := &stewardv1.EtcdCluster{}
+			if err := yaml.UnmarshalStrict(data, want); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			ctx := cmd.Context()
+			live, err := getCluster(ctx, env, args[0])
+			if err != nil {
+				return err
+			}
+			if want.Name != "" && want.Name != live.Name {
+				return fmt.Errorf("%s describes etcdcluster %q, not %q", file, want.Name, live.Name)
+			}
+			// Only the spec comes from the file: identity, status and the resourceVersion are the
+			// live object's, so the dry run is exactly the update the user would make now.
+			dry := live.DeepCopy()
+			dry.Spec = want.Spec
+			if err := env.Client.Update(ctx, dry, client.DryRunAll); err != nil {
+				return fmt.Errorf("the API server refuses this change: %w", apiError(err, "update", "etcdclusters", env.Namespace, live.Name))
+			}
+			members, err := listMembers(ctx, env, live.Name)
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(env.Out, strings.Join(PlanSteps(live, dry, members), "\n")+"\n")
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the EtcdCluster as you would apply it (- for stdin)")
+	return cmd
+}
+
+// PlanSteps lists, in order, what the operator would do to move from live to next.
+func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember) []string {
+	var steps []string
+	add := func(format string, a ...any) {
+		steps = append(steps, fmt.Sprintf("%d. ", len(steps)+1)+fmt.Sprintf(format, a...))
+	}
+	medium := live.Spec.Storage.Medium
+	target := next.Spec.MemberTemplate
+	if from, to := live.Spec.Version, next.Spec.Version; from != to {
+		add("version %s -> %s (%s step)", from, to, plan.ClassifyVersion(from, to))
+	}
+	type change struct {
+		m     stewardv1.EtcdMember
+		c     plan.Change
+		group int
+	}
+	leader := map[string]bool{}
+	ready := map[string]bool{}
+	for _, s := range live.Status.Members {
+		leader[s.Name], ready[s.Name] = s.Role == stewardv1.RoleLeader, s.Ready
+	}
+	// Scale-down removes the highest ordinals; those are not rolled first.
+	byOrdinal := append([]stewardv1.EtcdMember{}, members...)
+	sort.Slice(byOrdinal, func(i, j int) bool { return byOrdinal[i].Spec.Ordinal > byOrdinal[j].Spec.Ordinal })
+	lr, nr := replicas(live), replicas(next)
+	removed := map[string]bool{}
+	for i := 0; i < int(lr-nr) && i < len(byOrdinal); i++ {
+		removed[byOrdinal[i].Name] = true
+	}
+	var changes []change
+	for _, m := range members {
+		if removed[m.Name] {
+			continue
+		}
+		c := plan.Compare(m.Spec.Template, target, medium)
+		if c == 0 {
+			continue
+		}
+		g := 1
+		switch {
+		case !ready[m.Name]:
+			g = 0
+		case leader[m.Name]:
+			g = 2
+		}
+		changes = append(changes, change{m: m, c: c, group: g})
+	}
+	sort.SliceStable(changes, func(i, j int) bool {
+		if changes[i].group != changes[j].group {
+			return changes[i].group < changes[j].group
+		}
+		return changes[i].m.Spec.Ordinal > changes[j].m.Spec.Ordinal
+	})
+	for _, ch := range changes {
+		name := ch.m.Name
+		switch {
+		case ch.c.Has(plan.ChangeRoll) && ch.group == 2:
+			add("%s (leader): move leadership to a follower, then restart it on the new template", name)
+		case ch.c.Has(plan.ChangeRoll) && medium == stewardv1.StorageMediumMemory:
+			add("%s: replace it (memory storage: remove, add a learner on the new template, promote)", name)
+		case ch.c.Has(plan.ChangeRoll):
+			add("%s: restart it on the new template (its PVC and member ID stay)", name)
+		case ch.c.Has(plan.ChangeResize):
+			add("%s: resize CPU/memory in the running Pod, no restart", name)
+		case ch.c.Has(plan.ChangeMetadata):
+			add("%s: patch Pod labels/annotations in place", name)
+		}
+	}
+	if ls, ns := live.Spec.Storage.Size, next.Spec.Storage.Size; medium != stewardv1.StorageMediumMemory && ls != nil && ns != nil && ns.Cmp(*ls) > 0 {
+		add("expand every member's PVC from %s to %s (no restart where the storage class expands online)", ls, ns)
+	}
+	for i := lr; i < nr; i++ {
+		add("add a member as a learner, promote it once it caught up (%d of %d)", i-lr+1, nr-lr)
+	}
+	for i := 0; i < int(lr-nr) && i < len(byOrdinal); i++ {
+		add("remove member %s (leadership moved away first if it leads)", byOrdinal[i].Name)
+	}
+	if len(steps) == 0 {
+		steps = append(steps, "nothing to do: every member already runs this template")
+	}
+	if next.Spec.Paused {
+		steps = append(steps, "spec.paused is set: none of this runs until `kubectl etcd resume "+live.Name+"`")
+	}
+	if next.Spec.UpdateStrategy.Type == stewardv1.OnDelete {
+		steps = append(steps, "updateStrategy OnDelete: members restart only when you delete their Pods, one at a time")
+	}
+	return steps
+}
+
+func replicas(ec *stewardv1.EtcdCluster) int32 {
+	if ec.Spec.Replicas == nil {
+		return 3
+	}
+	return *ec.Spec.Replicas
+}
