@@ -68,8 +68,16 @@ versitygw: ## Build the S3 server the backup tests store into (cached).
 promtool: ## Build promtool for the alert rules' unit tests (cached).
 	$(TOOLCHAIN) promtool
 
+.PHONY: helm
+helm: ## Build helm for the chart's tests and the e2e install phase (cached).
+	$(TOOLCHAIN) helm
+
+.PHONY: render-install
+render-install: envtest ## Render dist/install.yaml and the chart's copies of config/ (after make generate).
+	KUBECTL=$(ENVTEST_ASSETS)/kubectl hack/render-install.sh
+
 .PHONY: test
-test: envtest versitygw promtool ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
+test: envtest versitygw promtool helm ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m $(UNIT_PKGS)
 
 .PHONY: run

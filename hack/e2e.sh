@@ -8,7 +8,8 @@
 # STEWARD_E2E_S3_{ENDPOINT,BUCKET,REGION,ACCESS_KEY,SECRET_KEY} (from _out/localkube/s3/env).
 #
 # Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 45m), E2E_PARALLEL (default 4: with the backup scenarios, 6 at a time starved etcd of CPU on 2 cores), KEEP_CLUSTER=1,
-#      E2E_ARGS (extra go test arguments). Failure dumps go to _out/e2e/.
+#      E2E_ARGS (extra go test arguments), E2E_INSTALL_PHASE=0 (skip the Helm install phase that
+#      follows the scenarios: TestInstall with STEWARD_E2E_INSTALL_PHASE=1). Failure dumps go to _out/e2e/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
 need_root
@@ -64,6 +65,9 @@ fi
 "$ROOT/hack/toolchain.sh" envtest >/dev/null # cached; a scenario runs its kube-apiserver as an etcd client
 STEWARD_E2E_KUBE_APISERVER=$("$ROOT/hack/toolchain.sh" path envtest)/kube-apiserver
 export STEWARD_E2E_KUBE_APISERVER
+"$ROOT/hack/toolchain.sh" helm >/dev/null # cached; the install phase installs the chart with it
+STEWARD_E2E_HELM=$("$ROOT/hack/toolchain.sh" path helm)
+export STEWARD_E2E_HELM
 
 cd "$ROOT"
 log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
@@ -71,3 +75,19 @@ log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
 # Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
 go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-45m}" -parallel "${E2E_PARALLEL:-4}" \
   ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-}
+
+# Install phase, only after the scenarios above passed (set -e), one test at a time: TestInstall
+# scales the operator installed from config/default to zero and installs the Helm chart in
+# namespaced mode in its place; TestUpgradeFromPreviousRelease runs the previous release's
+# operator image, then this one's. Each puts the suite's operator back at the end, so nothing else
+# may run meanwhile. E2E_INSTALL_PHASE=0 skips it.
+if [[ ${E2E_INSTALL_PHASE:-1} == 1 ]]; then
+  STEWARD_E2E_PREVIOUS_IMAGE=$("$ROOT/hack/localkube/previous-release.sh")
+  export STEWARD_E2E_PREVIOUS_IMAGE
+  log "install phase: go test -tags e2e ./test/e2e/... -run 'TestInstall|TestUpgradeFromPreviousRelease' (STEWARD_E2E_INSTALL_PHASE=1)"
+  install_start=$SECONDS
+  # shellcheck disable=SC2086 # E2E_ARGS is a list of words
+  STEWARD_E2E_INSTALL_PHASE=1 go test -tags e2e ./test/e2e/... -v -count=1 -timeout 15m -parallel 1 \
+    -run 'TestInstall|TestUpgradeFromPreviousRelease' ${E2E_ARGS:-}
+  log "install phase passed in $((SECONDS - install_start))s"
+fi

@@ -7,8 +7,8 @@
 # rebuilt.
 #
 # The versions live in the go.mod files under hack/tools, hack/kube, hack/etcd/v3.X,
-# hack/certmanager and hack/s3; change them there (then `go mod tidy` in that module) and this script
-# follows.
+# hack/certmanager, hack/s3, hack/promtool and hack/helm; change them there (then `go mod tidy`
+# in that module) and this script follows.
 #
 # Usage: hack/toolchain.sh <command>
 #   tools                    controller-gen + golangci-lint
@@ -21,13 +21,14 @@
 #                            and CA issuers only) + cert-manager's CRDs in a crds/ next to it
 #   versitygw                versitygw (hack/s3), an S3 server with a POSIX backend
 #   promtool                 promtool (hack/promtool), for the alert rules' unit tests
+#   helm                     helm (hack/helm), for the chart's tests and the e2e install phase
 #   all                      everything above
 #   versions                 KEY=VALUE lines: versions and paths (eval-safe)
 #   path <name>              absolute path of one binary: controller-gen, golangci-lint,
 #                            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 #                            kube-proxy, kubectl, etcd, etcdctl, etcdutl (= 3.6), etcd-3.X,
 #                            etcdctl-3.X, etcdutl-3.X, certmanager (the controller),
-#                            certmanager-crds (the CRD directory), versitygw, promtool;
+#                            certmanager-crds (the CRD directory), versitygw, promtool, helm;
 #                            exits 1 (path still printed) when it has not been built yet
 #
 # Build logs go to stderr; stdout carries only the output of `versions` and `path`.
@@ -53,6 +54,7 @@ ETCD_MOD=$ROOT/hack/etcd          # + /v3.5, /v3.6, /v3.7
 CERTMANAGER_MOD=$ROOT/hack/certmanager
 S3_MOD=$ROOT/hack/s3
 PROMTOOL_MOD=$ROOT/hack/promtool
+HELM_MOD=$ROOT/hack/helm
 
 CONTROLLER_GEN_VERSION=$(modver "$TOOLS_MOD/go.mod" sigs.k8s.io/controller-tools)
 GOLANGCI_LINT_VERSION=$(modver "$TOOLS_MOD/go.mod" github.com/golangci/golangci-lint/v2)
@@ -63,6 +65,7 @@ ETCD_37_VERSION=$(modver "$ETCD_MOD/v3.7/go.mod" go.etcd.io/etcd/server/v3)
 CERTMANAGER_VERSION=$(modver "$CERTMANAGER_MOD/go.mod" github.com/cert-manager/cert-manager)
 VERSITYGW_VERSION=$(modver "$S3_MOD/go.mod" github.com/versity/versitygw)
 PROMTOOL_VERSION=$(modver "$PROMTOOL_MOD/go.mod" github.com/prometheus/prometheus)
+HELM_VERSION=$(modver "$HELM_MOD/go.mod" helm.sh/helm/v3)
 ENVTEST_ETCD=3.6                  # the etcd minor that _out/envtest links to
 
 KUBE_ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
@@ -84,6 +87,7 @@ CERTMANAGER_BIN=$CERTMANAGER_DIR/cert-manager-controller
 CERTMANAGER_CRDS=$CERTMANAGER_DIR/crds
 VERSITYGW_BIN=$BIN_DIR/versitygw/$VERSITYGW_VERSION/versitygw
 PROMTOOL_BIN=$BIN_DIR/promtool-$PROMTOOL_VERSION/promtool
+HELM_BIN=$BIN_DIR/helm-$HELM_VERSION/helm
 
 # Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
 # stamping (the hack modules are not the binaries' own repositories).
@@ -257,12 +261,27 @@ build_promtool() {
   link "$PROMTOOL_BIN" "$BIN_DIR/promtool"
 }
 
+# build_helm: the helm CLI of hack/helm, stamped with its version, and with the Kubernetes version
+# `helm template` assumes (.Capabilities.KubeVersion) taken from the client-go it is built with.
+build_helm() {
+  local cg major=1 minor pkg flags
+  cg=$(modver "$HELM_MOD/go.mod" k8s.io/client-go) # v0.MINOR.PATCH
+  minor=${cg#v0.}; minor=${minor%%.*}
+  flags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+  flags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    flags+=" -X $pkg.k8sVersionMajor=$major -X $pkg.k8sVersionMinor=$minor"
+  done
+  build_one "$HELM_BIN" "helm $HELM_VERSION" "$HELM_MOD" "$flags" helm.sh/helm/v3/cmd/helm
+  link "$HELM_BIN" "$BIN_DIR/helm"
+}
+
 print_versions() {
   local k
   for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION \
-    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION PROMTOOL_VERSION OUT_DIR \
+    CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION PROMTOOL_VERSION HELM_VERSION OUT_DIR \
     BIN_DIR TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN; do
+    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN HELM_BIN; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -281,6 +300,7 @@ print_path() {
     certmanager-crds) p=$CERTMANAGER_CRDS ;;
     versitygw) p=$VERSITYGW_BIN ;;
     promtool) p=$PROMTOOL_BIN ;;
+    helm) p=$HELM_BIN ;;
     *) die "path: unknown binary '$name'" ;;
   esac
   echo "$p"
@@ -313,6 +333,7 @@ case $cmd in
   certmanager) lock; build_certmanager ;;
   versitygw) lock; build_versitygw ;;
   promtool) lock; build_promtool ;;
+  helm) lock; build_helm ;;
   all)
     lock
     start=$(date +%s)
@@ -323,6 +344,7 @@ case $cmd in
     build_certmanager
     build_versitygw
     build_promtool
+    build_helm
     log "all done in $(( $(date +%s) - start ))s"
     ;;
   versions) print_versions ;;

@@ -19,13 +19,8 @@ import (
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// previousImageEnv names the previous release's operator image (hack/localkube/previous-release.sh);
-// upgradePhaseEnv is hack/e2e.sh's phase after the parallel scenarios, where one test at a time may
-// swap the suite's operator.
-const (
-	previousImageEnv = "STEWARD_E2E_PREVIOUS_IMAGE"
-	upgradePhaseEnv  = "STEWARD_E2E_INSTALL_PHASE"
-)
+// previousImageEnv names the previous release's operator image (hack/localkube/previous-release.sh).
+const previousImageEnv = "STEWARD_E2E_PREVIOUS_IMAGE"
 
 // TestUpgradeFromPreviousRelease runs the previous release's operator (its Pods: root, no security
 // context, no Pod revision), then this one: every member must move to this version's Pod through the
@@ -34,8 +29,8 @@ const (
 // root-running etcd wrote is readable by the non-root one. It swaps the suite's operator image, so
 // it runs in hack/e2e.sh's install phase.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
-	if os.Getenv(upgradePhaseEnv) != "1" {
-		t.Skipf("runs only in hack/e2e.sh's install phase (%s=1): it swaps the suite's operator", upgradePhaseEnv)
+	if os.Getenv(installPhaseEnv) != "1" {
+		t.Skipf("runs only in hack/e2e.sh's install phase (%s=1): it swaps the suite's operator", installPhaseEnv)
 	}
 	previous := os.Getenv(previousImageEnv)
 	if previous == "" {
