@@ -123,6 +123,31 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 	})
 	assertPodsUntouched(t, ns, "web", before, "a metadata change must not restart Pods")
 
+	// The roll as Prometheus sees it (issue 14): pending members while it runs, one Restart per
+	// member through the chokepoint, nothing pending at the end.
+	sc := newScraper(t, ns)
+	series := map[string]string{"namespace": ns, "cluster": "web"}
+	restarts := func(ctx context.Context) (float64, error) {
+		fams, err := sc.families(ctx)
+		return sum(fams, "steward_disruptions_total", map[string]string{"namespace": ns, "cluster": "web", "kind": "Restart"}), err
+	}
+	restartsBefore, err := restarts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxPending := 0.0
+	scrapeCtx, stopScraping := context.WithCancel(context.Background())
+	scraped := make(chan struct{})
+	go func() {
+		defer close(scraped)
+		for scrapeCtx.Err() == nil {
+			if fams, err := sc.families(scrapeCtx); err == nil {
+				maxPending = max(maxPending, sum(fams, "steward_rollout_pending_members", series))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+
 	w := watchRoll(t, ns, "web", 3)
 	w.change(func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Options.SnapshotCount = ptr.To[int64](5000)
@@ -130,6 +155,20 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 	})
 	waitSettled(t, ns, "web", 3, 6*time.Minute)
 	w.finish("options roll 3-pvc", 1)
+	stopScraping()
+	<-scraped
+	if maxPending < 2 {
+		t.Errorf("steward_rollout_pending_members peaked at %v during a roll of 3 members", maxPending)
+	}
+	f.WaitFor(t, ns, "the roll's metrics", 30*time.Second, func(ctx context.Context) (bool, error) {
+		fams, err := sc.families(ctx)
+		if err != nil {
+			return false, err
+		}
+		pending, restarted := sum(fams, "steward_rollout_pending_members", series), sum(fams, "steward_disruptions_total",
+			map[string]string{"namespace": ns, "cluster": "web", "kind": "Restart"})-restartsBefore
+		return pending == 0 && restarted == 3, fmt.Errorf("pending %v, %v restarts counted (want 0 and 3)", pending, restarted)
+	})
 	podsOn(t, ns, "web", 3, "running with the new flags", func(p *corev1.Pod) bool {
 		args := strings.Join(p.Spec.Containers[0].Args, " ")
 		return strings.Contains(args, "--snapshot-count=5000") && strings.Contains(args, "--log-outputs=stderr")
