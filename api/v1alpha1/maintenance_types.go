@@ -98,14 +98,23 @@ const (
 )
 
 // DefragmentationTrigger is why a member was defragmented.
-// +kubebuilder:validation:Enum=Threshold;Schedule;NoSpace
+// +kubebuilder:validation:Enum=Threshold;Schedule;NoSpace;Requested
 type DefragmentationTrigger string
 
 const (
 	DefragmentationThreshold DefragmentationTrigger = "Threshold"
 	DefragmentationSchedule  DefragmentationTrigger = "Schedule"
 	DefragmentationNoSpace   DefragmentationTrigger = "NoSpace"
+	// DefragmentationRequested: AnnotationDefragmentRequested asked for it.
+	DefragmentationRequested DefragmentationTrigger = "Requested"
 )
+
+// AnnotationDefragmentRequested asks for a defragmentation now, without touching the spec: an
+// RFC 3339 time on the EtcdCluster (every member) or on one EtcdMember (that member). Each member not
+// defragmented successfully since that time is defragmented once, through the chokepoint like any
+// other (followers first, the leader last); the annotation may stay, it is satisfied. It works even
+// with defragmentation.enabled false, which only stops Steward deciding on its own.
+const AnnotationDefragmentRequested = "etcd.steward.dev/defragment-requested"
 
 // DefragmentationResult is one defragmentation of one member.
 type DefragmentationResult struct {

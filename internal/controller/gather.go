@@ -101,6 +101,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		}
 		pm.Defrag = m.Status.Defragmentation.DeepCopy()
 		pm.DefragScheduled = defragScheduled(ec, m, f.Now)
+		pm.DefragRequested = defragRequested(ec, m, f.Now)
 		f.Members = append(f.Members, pm)
 	}
 	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })

@@ -25,6 +25,30 @@ func defragScheduled(ec *stewardv1.EtcdCluster, m *stewardv1.EtcdMember, now tim
 	return s.FiredSince(ec.CreationTimestamp.Time, since, now)
 }
 
+// defragRequested: stewardv1.AnnotationDefragmentRequested on the cluster or on the member names a
+// time after the member's last successful defragmentation (or its creation: a member that joined
+// later has nothing old to compact). A time ahead of this operator's clock counts as now, so a
+// requester's clock running fast cannot make a member defragment again and again.
+func defragRequested(ec *stewardv1.EtcdCluster, m *stewardv1.EtcdMember, now time.Time) bool {
+	since := m.CreationTimestamp.Time
+	if d := m.Status.Defragmentation; d != nil && d.LastSucceeded != nil && d.LastSucceeded.After(since) {
+		since = d.LastSucceeded.Time
+	}
+	for _, v := range []string{ec.Annotations[stewardv1.AnnotationDefragmentRequested], m.Annotations[stewardv1.AnnotationDefragmentRequested]} {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			continue
+		}
+		if t.After(now) {
+			t = now
+		}
+		if t.After(since) {
+			return true
+		}
+	}
+	return false
+}
+
 // defragScheduleError says why spec.maintenance.defragmentation.schedule cannot be used; "" when
 // it can (or is unset).
 func defragScheduleError(ec *stewardv1.EtcdCluster) string {

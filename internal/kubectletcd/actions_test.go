@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -108,76 +107,73 @@ func TestRestore(t *testing.T) {
 	}
 }
 
-func TestDefragThroughSchedule(t *testing.T) {
-	ec := fixtureCluster()
-	ec.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Schedule: "0 3 * * 0"}}
-	objs := append([]client.Object{ec}, allFixtures()[1:]...)
-	// The operator, faked: once the one-off schedule is set, every member reports a
-	// defragmentation that ended after the slot.
-	var h *harness
-	funcs := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-		if err := c.List(ctx, list, opts...); err != nil {
-			return err
-		}
-		if ml, ok := list.(*stewardv1.EtcdMemberList); ok && len(h.patches) > 0 && strings.Contains(h.patches[0], `"12 0 1 12 *"`) {
-			for i := range ml.Items {
-				ml.Items[i].Status.Defragmentation = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
-					Time: at(time.Duration(i+1) * time.Second), Outcome: stewardv1.DefragmentationSucceeded, DurationMilliseconds: 40}}
+func TestDefragAsksTheOperator(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 12, 30, 0, time.UTC)
+	for _, tt := range []struct {
+		name, member string
+		want         []string // members the request lands on
+	}{{"every member", "", []string{"demo"}}, {"one member", "demo-1", []string{"demo-1"}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			// The operator, faked: once asked, each asked member reports a defragmentation after it.
+			var h *harness
+			funcs := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				ml, ok := list.(*stewardv1.EtcdMemberList)
+				if !ok || len(h.patches) == 0 {
+					return nil
+				}
+				for i := range ml.Items {
+					if tt.member == "" || ml.Items[i].Name == tt.member {
+						ml.Items[i].Status.Defragmentation = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
+							Time: metav1.NewTime(now.Add(time.Duration(i+1) * time.Second)), Outcome: stewardv1.DefragmentationSucceeded,
+							Trigger: stewardv1.DefragmentationRequested, DurationMilliseconds: 40}}
+					}
+				}
+				return nil
+			}}
+			h = newHarness(t, funcs, allFixtures()...)
+			h.env.Now = func() time.Time { return now }
+			args := []string{"defrag", "demo"}
+			if tt.member != "" {
+				args = append(args, tt.member)
 			}
-		}
-		return nil
-	}}
-	// The first write conflicts, as it does when the operator wrote status in between.
-	conflicted := false
-	funcs.Patch = func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		if !conflicted {
-			conflicted = true
-			return apierrors.NewConflict(schema.GroupResource{Group: group, Resource: "etcdclusters"}, obj.GetName(), errors.New("modified"))
-		}
-		return c.Patch(ctx, obj, patch, opts...)
+			if err := h.run(t, args...); err != nil {
+				t.Fatal(err)
+			}
+			if len(h.patches) != 1 || !strings.Contains(h.patches[0], stewardv1.AnnotationDefragmentRequested) ||
+				!strings.Contains(h.patches[0], "2026-12-01T00:12:30Z") || strings.Contains(h.patches[0], "spec") {
+				t.Fatalf("patches %q: want only the request annotation, never the spec", h.patches)
+			}
+			var obj client.Object = &stewardv1.EtcdCluster{}
+			if tt.member != "" {
+				obj = &stewardv1.EtcdMember{}
+			}
+			if err := h.client.Get(context.Background(), client.ObjectKey{Namespace: h.env.Namespace, Name: tt.want[0]}, obj); err != nil {
+				t.Fatal(err)
+			}
+			if obj.GetAnnotations()[stewardv1.AnnotationDefragmentRequested] != "2026-12-01T00:12:30Z" {
+				t.Fatalf("%s annotations %v", tt.want[0], obj.GetAnnotations())
+			}
+			if tt.member == "" {
+				golden(t, "defrag.golden", h.out.Bytes())
+			} else if got := strings.Count(h.out.String(), "Succeeded"); got != 1 {
+				t.Fatalf("reported %d members, want 1:\n%s", got, h.out.String())
+			}
+		})
 	}
-	h = newHarness(t, funcs, objs...)
-	h.env.Now = func() time.Time { return time.Date(2026, 12, 1, 0, 12, 30, 0, time.UTC) }
-	if err := h.run(t, "defrag", "demo"); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := getCluster(context.Background(), h.env, "demo")
-	if s := got.Spec.Maintenance.Defragmentation.Schedule; s != "0 3 * * 0" {
-		t.Fatalf("schedule after defrag %q, want the user's back", s)
-	}
-	if _, ok := got.Annotations[annotationDefrag]; ok {
-		t.Fatal("the record annotation stayed")
-	}
-	if len(h.patches) != 3 || h.patches[0] != h.patches[1] || !strings.Contains(h.patches[1], `"resourceVersion"`) {
-		t.Fatalf("patches %q: want the one-off schedule set (guarded by resourceVersion, retried after the conflict) and put back", h.patches)
-	}
-	golden(t, "defrag.golden", h.out.Bytes())
-
-	// An interrupted run left its schedule: the next run puts the user's back first.
-	rec := `{"previous":"0 3 * * 0","schedule":"12 0 1 12 *","slot":"2026-12-01T00:12:00Z"}`
-	patch := `{"metadata":{"annotations":{"` + annotationDefrag + `":` + jsonString(rec) + `}},"spec":{"maintenance":{"defragmentation":{"schedule":"12 0 1 12 *"}}}}`
-	if err := h.client.Patch(context.Background(), got, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = getCluster(context.Background(), h.env, "demo")
-	if err := restoreSchedule(context.Background(), h.env, got); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = getCluster(context.Background(), h.env, "demo")
-	if s := got.Spec.Maintenance.Defragmentation.Schedule; s != "0 3 * * 0" {
-		t.Fatalf("schedule after the repair %q", s)
-	}
-}
-
-func jsonString(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
 }
 
 func TestDefragRefusals(t *testing.T) {
 	ec := fixtureCluster()
-	ec.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Enabled: new(bool)}}
+	ec.Spec.Replicas = ptr.To[int32](1)
 	h := newHarness(t, nil, ec)
-	if err := h.run(t, "defrag", "demo"); err == nil || !strings.Contains(err.Error(), "enabled false") {
+	if err := h.run(t, "defrag", "demo"); err == nil || !strings.Contains(err.Error(), "allowDowntime") {
+		t.Fatalf("got %v", err)
+	}
+	h = newHarness(t, nil, allFixtures()...)
+	if err := h.run(t, "defrag", "demo", "demo-9"); err == nil || !strings.Contains(err.Error(), `no member "demo-9"`) {
 		t.Fatalf("got %v", err)
 	}
 }

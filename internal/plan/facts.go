@@ -97,6 +97,9 @@ type Member struct {
 	// DefragScheduled: spec.maintenance.defragmentation.schedule has fired since the member was
 	// last defragmented (or created).
 	DefragScheduled bool
+	// DefragRequested: a defragmentation was asked for (AnnotationDefragmentRequested on the cluster
+	// or the member) after the member's last successful one.
+	DefragRequested bool
 	// TrustOutdated: the member's etcd started with other trusted CAs than its TLS Secret now
 	// holds (a CA rotation pass); loading them takes a restart, so the member is rolled.
 	TrustOutdated bool

@@ -49,16 +49,16 @@ func (v *view) defragInterrupted() (Action, bool) {
 // defragment picks one member to defragment (issue 12): followers first, most fragmented first,
 // the leader last after handing leadership away; each through the chokepoint after the gate.
 func (v *view) defragment() (Action, bool) {
-	if !v.f.Cluster.Spec.DefragmentationEnabled() {
-		return Action{}, false
-	}
 	due := v.defragDue()
 	if len(due) == 0 {
 		return Action{}, false
 	}
 	victim := due[0]
 	trigger := v1alpha1.DefragmentationThreshold
-	if victim.DefragScheduled {
+	switch {
+	case victim.DefragRequested:
+		trigger = v1alpha1.DefragmentationRequested
+	case victim.DefragScheduled:
 		trigger = v1alpha1.DefragmentationSchedule
 	}
 	a := act(Defragment, victim.Name, ReasonDefragmenting, "defragmenting %s (%s: %s of %s in use)", victim.Name,
@@ -84,7 +84,7 @@ func (v *view) defragDue() []*memberView {
 	var due []*memberView
 	for _, m := range v.active() {
 		if v.kept(m) && m.voter() && m.Phase == v1alpha1.MemberRunning && m.ep != nil && m.ep.DBSize > 0 &&
-			!v.defragBackingOff(m) && (m.DefragScheduled || v.fragmented(m)) {
+			!v.defragBackingOff(m) && v.defragWanted(m) {
 			due = append(due, m)
 		}
 	}
@@ -161,4 +161,13 @@ func quota(m *memberView) int64 {
 
 func bytes(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
+}
+
+// defragWanted: the user asked for it, or (when Steward may decide on its own) the schedule fired or
+// the member is fragmented.
+func (v *view) defragWanted(m *memberView) bool {
+	if m.DefragRequested {
+		return true
+	}
+	return v.f.Cluster.Spec.DefragmentationEnabled() && (m.DefragScheduled || v.fragmented(m))
 }

@@ -85,6 +85,19 @@ func TestPlanDefragmentation(t *testing.T) {
 		{name: "the schedule defragments a member whatever its fragmentation",
 			mutate: func(f *Facts) { f.m("c-1").DefragScheduled = true; sizes("c-1", 10, 9)(f) },
 			want:   want{kind: Defragment, member: "c-1", disruption: disruption.Defragment, message: "Schedule"}},
+		{name: "a request defragments a member whatever its fragmentation",
+			mutate: func(f *Facts) { f.m("c-1").DefragRequested = true; sizes("c-1", 10, 9)(f) },
+			want:   want{kind: Defragment, member: "c-1", disruption: disruption.Defragment, message: "Requested"}},
+		{name: "a request is honoured with enabled: false (which stops only Steward's own decisions)", mutate: all(fragmented,
+			defragSpec(func(d *v1alpha1.DefragmentationSpec) { d.Enabled = ptr.To(false) }),
+			func(f *Facts) { f.m("c-0").DefragRequested = true }),
+			want: want{kind: MoveLeader, member: "c-0", target: "c-1", reason: ReasonMovingLeader, message: "before defragmenting it"}},
+		{name: "a request for every member: followers first", mutate: func(f *Facts) {
+			for _, n := range []string{"c-0", "c-1", "c-2"} {
+				f.m(n).DefragRequested = true
+				sizes(n, 10, 9)(f)
+			}
+		}, want: want{kind: Defragment, member: "c-2", disruption: disruption.Defragment, message: "Requested"}},
 		{name: "waits for the recovery gate", mutate: all(fragmented, func(f *Facts) { f.ep("c-1").ReadOK = false }),
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "never while another member is down: its repair comes first", mutate: all(fragmented, func(f *Facts) { f.podGone("c-1") }),

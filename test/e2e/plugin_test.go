@@ -84,16 +84,30 @@ func TestPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ec.Spec.Maintenance != nil && ec.Spec.Maintenance.Defragmentation.Schedule != "" {
-		t.Errorf("defrag left the schedule %q", ec.Spec.Maintenance.Defragmentation.Schedule)
+		t.Errorf("defrag touched the spec: schedule %q", ec.Spec.Maintenance.Defragmentation.Schedule)
 	}
 	for _, m := range ec.Status.Members {
-		if d := m.Defragmentation; d == nil || d.Last == nil || d.Last.Trigger != stewardv1.DefragmentationSchedule ||
+		if d := m.Defragmentation; d == nil || d.Last == nil || d.Last.Trigger != stewardv1.DefragmentationRequested ||
 			d.Last.Outcome != stewardv1.DefragmentationSucceeded || d.Last.Time.Time.Before(start.Add(-time.Minute)) {
-			t.Errorf("%s: defragmentation %+v, want a scheduled one that succeeded just now", m.Name, m.Defragmentation)
+			t.Errorf("%s: defragmentation %+v, want a requested one that succeeded just now", m.Name, m.Defragmentation)
 		}
 	}
 	if events := eventsWith(t, ns, "plug", "Defragmented"); len(events) != 3 {
 		t.Errorf("Defragmented events %q, want one per member", events)
+	}
+	// One member: only it is defragmented again.
+	one := time.Now()
+	out = p.run(t, "defrag", "plug", "plug-1", "--timeout", "3m")
+	t.Logf("defrag plug-1 (%s):\n%s", time.Since(one).Round(time.Second), out)
+	ec, err = get(context.Background(), ns, "plug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ec.Status.Members {
+		again := m.Defragmentation != nil && m.Defragmentation.Last != nil && !m.Defragmentation.Last.Time.Time.Before(one.Add(-time.Second))
+		if again != (m.Name == "plug-1") {
+			t.Errorf("%s defragmented again: %v (only plug-1 was asked)", m.Name, again)
+		}
 	}
 
 	if _, err := framework.S3ConfigFromEnv(); err == nil {
