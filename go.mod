@@ -3,6 +3,7 @@ module github.com/etcd-steward/steward
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/distribution/reference v0.6.0
 	github.com/klauspost/compress v1.19.2
 	github.com/minio/minio-go/v7 v7.4.1

@@ -38,7 +38,9 @@ type rollWatch struct {
 
 func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
 	w := &rollWatch{t: t, ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{})}
-	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/"})
+	// 30% of the iterations on 4 shared keys (overwrite, read, delete, compare-and-swap) for
+	// the linearizability check; the rest write-once keys for the lost-write check.
+	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/", Contended: 0.3})
 	w.monitor = monitor(t, ns, name, func() []string { return memberNames(name, replicas) })
 	pods, err := f.WatchPodTimes(ns, resources.LabelCluster+"="+name, resources.LabelVoter)
 	if err != nil {
@@ -111,6 +113,7 @@ func (w *rollWatch) finish(label string, maxUnavailable int) {
 	if stale := h.StaleReads(); len(stale) > 0 {
 		t.Errorf("%d stale reads, first %+v", len(stale), stale[0])
 	}
+	framework.AssertLinearizable(t, h, f.Artifacts, label)
 	before, during := split(h, w.changed)
 	t.Logf("MEASURE %s: roll %.1fs; leaders %v; handoffs %d", label, time.Since(w.changed).Seconds(),
 		w.leaders, len(eventsWith(t, w.ns, w.name, "MoveLeader")))

@@ -12,12 +12,17 @@ import (
 type OpKind string
 
 const (
-	OpPut OpKind = "put"
-	OpGet OpKind = "get"
+	OpPut    OpKind = "put"
+	OpGet    OpKind = "get"
+	OpDelete OpKind = "delete"
+	// OpTxn is a compare-and-swap on a contended key:
+	// If(ModRevision(Key) == Compare).Then(Put(Key, Value)).Else(Get(Key)).
+	OpTxn OpKind = "txn"
 )
 
 // Op is one client request as the client saw it. For a put, Value is what was
-// written; for a get, what was read ("" and Found=false when the key was absent).
+// written; for a get, what was read ("" and Found=false when the key was absent); for a
+// txn, what it wrote or, when its comparison failed, what its else-get read.
 // Err is empty when etcd acknowledged the request.
 type Op struct {
 	Worker   int
@@ -29,6 +34,22 @@ type Op struct {
 	Start    time.Time
 	End      time.Time
 	Err      string
+
+	// Contended: the key is one of the few keys every worker overwrites, reads, deletes and
+	// compares-and-swaps (TrafficConfig.Contended). Such writes are not write-once, so they
+	// take no part in the lost-write and stale-read checks, only in the linearizability check.
+	Contended bool
+	// Unknown: a write that failed (timeout, unavailable, stopped, …) may or may not have
+	// been applied; the linearizability check treats it as pending forever.
+	Unknown bool
+	// ModRevision of the key a successful get (or a failed txn's else-get) found.
+	ModRevision int64
+	// Compare is the mod revision a txn required (0: the key must be absent).
+	Compare int64
+	// Succeeded: the txn's comparison held and its put was applied.
+	Succeeded bool
+	// Deleted is the number of keys a successful delete removed (0 or 1).
+	Deleted int64
 }
 
 // OK reports whether etcd acknowledged the request.
@@ -40,12 +61,13 @@ func (o Op) Latency() time.Duration { return o.End.Sub(o.Start) }
 // History is every request of a traffic run, in completion order per worker.
 type History []Op
 
-// Acknowledged are the successful puts: writes etcd promised to keep. A failed put
-// (timeout, unavailable) may or may not have been applied; it proves nothing either way.
+// Acknowledged are the successful puts of write-once keys: writes etcd promised to keep.
+// A failed put (timeout, unavailable) may or may not have been applied; it proves nothing
+// either way. Writes of contended keys are overwritten by design and are not counted.
 func (h History) Acknowledged() []Op {
 	var out []Op
 	for _, o := range h {
-		if o.Kind == OpPut && o.OK() {
+		if o.Kind == OpPut && o.OK() && !o.Contended {
 			out = append(out, o)
 		}
 	}
@@ -89,7 +111,7 @@ func (h History) StaleReads() []Op {
 	}
 	var stale []Op
 	for _, o := range h {
-		if o.Kind != OpGet || !o.OK() {
+		if o.Kind != OpGet || !o.OK() || o.Contended {
 			continue
 		}
 		w, ok := acked[o.Key]

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,30 @@ func TestLatenciesAndGap(t *testing.T) {
 	}
 	if s := h.Summary(); !strings.Contains(s, "4 requests, 2 acknowledged writes, 1 failed [1x deadline]") {
 		t.Fatalf("summary = %q", s)
+	}
+}
+
+// Writes of the shared keys are overwritten by design: they are no acknowledged writes for the
+// lost-write check, and reads of them are not judged by the write-once stale-read check.
+func TestContendedOpsLeftToTheLinearizabilityCheck(t *testing.T) {
+	c := func(o Op) Op { o.Contended = true; return o }
+	h := History{
+		put("a", "1", 0, 5, ""),
+		c(put("c/0", "x", 10, 15, "")),
+		c(put("c/0", "y", 20, 25, "")),
+		c(get("c/0", "x", true, 30, 35, "")), // stale, but not for StaleReads to say
+	}
+	if acked := h.Acknowledged(); len(acked) != 1 || acked[0].Key != "a" {
+		t.Fatalf("acknowledged = %+v, want only the write-once put", acked)
+	}
+	if lost := h.LostWrites(map[string]string{"a": "1"}); len(lost) != 0 {
+		t.Fatalf("lost = %+v, want none: the shared key's value is not checked here", lost)
+	}
+	if stale := h.StaleReads(); len(stale) != 0 {
+		t.Fatalf("stale = %+v, want none", stale)
+	}
+	h[0].Revision, h[1].Revision, h[2].Revision, h[3].Revision, h[3].ModRevision = 1, 2, 3, 3, 2
+	if ok, info := CheckLinearizable(h, 10*time.Second); ok || !slices.Equal(info.IllegalKeys, []string{"c/0"}) {
+		t.Fatalf("linearizability: %v, want c/0 not linearizable", info)
 	}
 }
