@@ -119,9 +119,24 @@ func TestPlugin(t *testing.T) {
 		t.Logf("backup:\n%s", out)
 		if b := backupDone(t, ns, "plug-now", time.Minute); b.Status.Phase != stewardv1.BackupSucceeded {
 			t.Errorf("backup %s: %s", b.Status.Phase, b.Status.Message)
+		} else {
+			// The backup seeds a new cluster, which forms from it.
+			out = p.run(t, "restore", "plug-now", "--into", "plug-copy")
+			t.Logf("restore:\n%s", out)
+			waitSettled(t, ns, "plug-copy", 3, 5*time.Minute)
 		}
 	} else {
 		t.Logf("no S3 in the environment: backup not tried (%v)", err)
+	}
+
+	if out := p.run(t, "recover-quorum", "plug", "--dry-run"); !strings.Contains(out, "nothing to recover") {
+		t.Errorf("recover-quorum --dry-run on a healthy cluster: %q", out)
+	}
+	if _, err := p.exec("recover-quorum", "plug"); err != nil {
+		t.Errorf("recover-quorum on a healthy cluster: %v (want the same answer, nothing requested)", err)
+	}
+	if ec, _ := get(context.Background(), ns, "plug"); ec.Annotations[stewardv1.AnnotationRecoverQuorum] != "" {
+		t.Errorf("recover-quorum requested a recovery of a healthy cluster")
 	}
 
 	bundle := filepath.Join(t.TempDir(), "report.tar.gz")

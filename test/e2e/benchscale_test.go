@@ -1,0 +1,188 @@
+//go:build e2e && bench
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// TestBenchScale (issue 13, item 5; `make bench-scale`, outside CI): N one-member PVC clusters under
+// one operator, real etcd Pods on the local Kubernetes. It reports the operator's resident memory
+// and CPU at steady state, API writes per steady-state reconcile (target 0), and how long the
+// operator takes to notice a member whose Pod was deleted and start repairing it (a new Pod).
+// Figures go to the test log and to <artifacts>/bench-scale.json.
+func TestBenchScale(t *testing.T) {
+	n := 100
+	if v, err := strconv.Atoi(os.Getenv("BENCH_CLUSTERS")); err == nil && v > 0 {
+		n = v
+	}
+	ns := f.Namespace(t)
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			create(t, newCluster(ns, fmt.Sprintf("b%03d", i), 1, ""))
+		}()
+	}
+	wg.Wait()
+	f.WaitFor(t, ns, fmt.Sprintf("%d clusters Available", n), 30*time.Minute, func(ctx context.Context) (bool, error) {
+		var list stewardv1.EtcdClusterList
+		if err := f.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, ec := range list.Items {
+			if ec.Status.ReadyMembers == 1 && ec.Status.UpdatedMembers == 1 {
+				ready++
+			}
+		}
+		return ready == n, fmt.Errorf("%d of %d ready", ready, n)
+	})
+	formed := time.Since(start)
+	t.Logf("BENCH %d clusters formed in %s", n, formed.Round(time.Second))
+
+	// Steady state: let the last creations' follow-ups settle, then watch a minute.
+	time.Sleep(30 * time.Second)
+	sc := newScraper(t, ns)
+	ctx := context.Background()
+	versionsBefore := objectVersions(t, ns)
+	before, err := sc.families(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := 60 * time.Second
+	time.Sleep(window)
+	after, err := sc.families(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versionsAfter := objectVersions(t, ns)
+	var written []string
+	for k, v := range versionsAfter {
+		if versionsBefore[k] != v {
+			written = append(written, k)
+		}
+	}
+	delta := func(name string, labels map[string]string) float64 {
+		return sum(after, name, labels) - sum(before, name, labels)
+	}
+	reconciles := delta("controller_runtime_reconcile_total", map[string]string{"controller": "etcdcluster"})
+	// Every write of the operator's client, leader election's Lease renewals included (one every
+	// 2 s); the objects' resourceVersions say which of the clusters' own objects changed.
+	writes := 0.0
+	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		writes += delta("rest_client_requests_total", map[string]string{"method": verb})
+	}
+	cpu := delta("process_cpu_seconds_total", nil)
+	rss := sum(after, "process_resident_memory_bytes", nil)
+	heap := sum(after, "go_memstats_heap_inuse_bytes", nil)
+
+	// A member killed: its Pod deleted; time until the operator created the next one.
+	victim := fmt.Sprintf("b%03d", n/2)
+	pod := resources.MemberName(victim, 0)
+	var old corev1.Pod
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &old); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := f.Client.Delete(ctx, &old, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	var noticed time.Duration
+	f.WaitFor(t, ns, "a new Pod for "+pod, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &p)
+		if err == nil && p.UID != old.UID {
+			noticed = p.CreationTimestamp.Sub(killed)
+			return true, nil
+		}
+		return false, client.IgnoreNotFound(err)
+	})
+	waitSettled(t, ns, victim, 1, 3*time.Minute)
+	repaired := time.Since(killed)
+
+	report := map[string]any{
+		"clusters": n, "formedSeconds": formed.Seconds(), "windowSeconds": window.Seconds(),
+		"reconciles": reconciles, "apiWritesAll": writes, "objectsWritten": len(written),
+		"objectWritesPerReconcile": ratio(float64(len(written)), reconciles),
+		"operatorCPUCoresAvg": cpu / window.Seconds(), "operatorRSSBytes": rss, "operatorHeapInUseBytes": heap,
+		"repairNoticedSeconds": noticed.Seconds(), "repairedSeconds": repaired.Seconds(),
+		"maxConcurrentReconciles": maxConcurrent(after),
+	}
+	b, _ := json.MarshalIndent(report, "", "  ")
+	t.Logf("BENCH report:\n%s", b)
+	if err := os.WriteFile(filepath.Join(f.Artifacts, "bench-scale.json"), b, 0o644); err != nil {
+		t.Log(err)
+	}
+	if len(written) > 0 {
+		t.Errorf("%d of the clusters' objects written in %s of steady state (target 0): %v", len(written), window, written)
+	}
+}
+
+// objectVersions are the resourceVersions of what the operator owns in ns (Pods aside: the kubelet
+// writes their status).
+func objectVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := map[string]string{}
+	lists := map[string]client.ObjectList{"EtcdCluster": &stewardv1.EtcdClusterList{}, "EtcdMember": &stewardv1.EtcdMemberList{},
+		"Service": &corev1.ServiceList{}, "Secret": &corev1.SecretList{}, "PVC": &corev1.PersistentVolumeClaimList{},
+		"PDB": &policyv1.PodDisruptionBudgetList{}, "Event": &corev1.EventList{}}
+	for kind, l := range lists {
+		if err := f.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			obj := o.(client.Object)
+			out[kind+"/"+obj.GetName()] = obj.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// maxConcurrent reads controller-runtime's gauge of the workers the cluster controller runs.
+func maxConcurrent(fams map[string]*dto.MetricFamily) float64 {
+	for _, m := range fams["controller_runtime_max_concurrent_reconciles"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "controller" && strings.EqualFold(l.GetValue(), "etcdcluster") {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
