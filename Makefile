@@ -45,12 +45,12 @@ fmt: ## gofmt the tree.
 .PHONY: vet
 vet: ## go vet, including the e2e package.
 	go vet ./...
-	if [ -d test/e2e ]; then go vet -tags e2e ./test/e2e/...; fi
+	if [ -d test/e2e ]; then go vet -tags e2e,bench ./test/e2e/...; fi
 
 .PHONY: lint
 lint: tools ## golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
-	if [ -d test/e2e ]; then $(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e ./test/e2e/...; fi
+	if [ -d test/e2e ]; then $(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,bench ./test/e2e/...; fi
 
 .PHONY: build
 build: ## Build the steward binary into _out/bin.

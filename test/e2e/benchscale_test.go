@@ -125,12 +125,19 @@ func TestBenchScale(t *testing.T) {
 	repaired := time.Since(killed)
 
 	report := map[string]any{
-		"clusters": n, "formedSeconds": formed.Seconds(), "windowSeconds": window.Seconds(),
-		"reconciles": reconciles, "apiWritesAll": writes, "objectsWritten": len(written),
+		"clusters":                 n,
+		"formedSeconds":            formed.Seconds(),
+		"windowSeconds":            window.Seconds(),
+		"reconciles":               reconciles,
+		"apiWritesAll":             writes,
+		"objectsWritten":           len(written),
 		"objectWritesPerReconcile": ratio(float64(len(written)), reconciles),
-		"operatorCPUCoresAvg": cpu / window.Seconds(), "operatorRSSBytes": rss, "operatorHeapInUseBytes": heap,
-		"repairNoticedSeconds": noticed.Seconds(), "repairedSeconds": repaired.Seconds(),
-		"maxConcurrentReconciles": maxConcurrent(after),
+		"operatorCPUCoresAvg":      cpu / window.Seconds(),
+		"operatorRSSBytes":         rss,
+		"operatorHeapInUseBytes":   heap,
+		"repairNoticedSeconds":     noticed.Seconds(),
+		"repairedSeconds":          repaired.Seconds(),
+		"maxConcurrentReconciles":  maxConcurrent(after),
 	}
 	b, _ := json.MarshalIndent(report, "", "  ")
 	t.Logf("BENCH report:\n%s", b)
