@@ -73,8 +73,13 @@ cd "$ROOT"
 log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
 # shellcheck disable=SC2086 # E2E_ARGS is a list of words
 # Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
-go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-45m}" -parallel "${E2E_PARALLEL:-4}" \
-  ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-}
+# The output is also kept in _out/e2e/go-test.log; on failure each failed test's last own lines
+# are printed again at the end, where CI's tail of the output shows them.
+if ! go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-45m}" -parallel "${E2E_PARALLEL:-4}" \
+  ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-} 2>&1 | tee "$OUT/e2e/go-test.log"; then
+  awk -f "$ROOT/hack/e2e-failures.awk" "$OUT/e2e/go-test.log"
+  exit 1
+fi
 
 # Install phase, only after the scenarios above passed (set -e), one test at a time: TestInstall
 # scales the operator installed from config/default to zero and installs the Helm chart in
