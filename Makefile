@@ -45,11 +45,13 @@ fmt: ## gofmt the tree.
 .PHONY: vet
 vet: ## go vet, including the e2e package.
 	go vet ./...
+	go vet -tags failpoints ./internal/...
 	if [ -d test/e2e ]; then go vet -tags e2e,bench ./test/e2e/...; fi
 
 .PHONY: lint
 lint: tools ## golangci-lint with .golangci.yml.
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags failpoints ./internal/...
 	if [ -d test/e2e ]; then $(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,bench ./test/e2e/...; fi
 
 .PHONY: build
@@ -79,6 +81,7 @@ render-install: envtest ## Render dist/install.yaml and the chart's copies of co
 .PHONY: test
 test: envtest versitygw promtool helm ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m $(UNIT_PKGS)
+	go test -count=1 -tags failpoints ./internal/failpoint/ # the points only the campaign's build has
 
 .PHONY: run
 run: envtest ## Run the operator against a throwaway envtest control plane (see README).

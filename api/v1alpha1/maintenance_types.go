@@ -116,6 +116,12 @@ const (
 // with defragmentation.enabled false, which only stops Steward deciding on its own.
 const AnnotationDefragmentRequested = "etcd.steward.dev/defragment-requested"
 
+// AnnotationFailpoint is for tests only: it names one point (internal/failpoint.Points) at which the
+// operator stops reconciling this EtcdCluster for good, so a fault campaign can kill it exactly
+// there. Only operator binaries built with the failpoints build tag honour it; release builds
+// ignore it.
+const AnnotationFailpoint = "etcd.steward.dev/failpoint"
+
 // DefragmentationResult is one defragmentation of one member.
 type DefragmentationResult struct {
 	// time the defragmentation ended.

@@ -72,10 +72,14 @@ build_addons() {
 
 # The operator is rebuilt every time: `go build` is a no-op (the binary is not even
 # rewritten) when nothing changed, and it is what developers iterate on.
+# It is built with the failpoints tag (internal/failpoint), for the fault campaign; set
+# STEWARD_OPERATOR_TAGS= (empty) to build it without. Release builds (`make build`) never pass
+# the tag, and even here the points are inert unless an EtcdCluster carries the annotation
+# etcd.steward.dev/failpoint.
 build_operator() {
   [[ -d $ROOT/cmd/steward ]] || { log "cmd/steward does not exist yet; no operator image"; return 0; }
   mkdir -p "$OUT/bin"
-  "$GO" build -trimpath -o "$OUT/bin/steward" ./cmd/steward
+  "$GO" build -trimpath -tags "${STEWARD_OPERATOR_TAGS-failpoints}" -o "$OUT/bin/steward" ./cmd/steward
 }
 
 # image KIND ARCHIVE TAG INPUT... -- FLAGS...: (re)write ARCHIVE when an INPUT is newer.

@@ -9,6 +9,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/failpoint"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -37,8 +38,13 @@ func (e effects) DeletePod(ctx context.Context, member string) error {
 	if p == nil {
 		return nil
 	}
+	failpoint.Hit(ctx, failpoint.BeforePodDelete)
 	// Preconditioned on the UID we judged, so a Pod recreated in between is never the one deleted.
-	return client.IgnoreNotFound(e.r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}))
+	if err := e.r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	failpoint.Hit(ctx, failpoint.AfterPodDelete)
+	return nil
 }
 
 func (e effects) RemoveMember(ctx context.Context, member string, id uint64) error {

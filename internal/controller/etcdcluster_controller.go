@@ -24,6 +24,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/failpoint"
 	"github.com/etcd-steward/steward/internal/plan"
 	"github.com/etcd-steward/steward/internal/resources"
 )
@@ -76,6 +77,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, &ec); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = failpoint.WithArmed(ctx, ec.Annotations[stewardv1.AnnotationFailpoint])
 	if ec.DeletionTimestamp != nil {
 		r.Metrics.Forget(ec.Namespace, ec.Name)
 		return ctrl.Result{}, r.teardown(ctx, &ec)

@@ -17,6 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/connectivity"
+
+	"github.com/etcd-steward/steward/internal/failpoint"
 )
 
 // CallTimeout bounds every etcd call, so one dead member cannot stall a reconcile.
@@ -199,6 +201,7 @@ var ErrClusterNotSettled = errors.New("etcd refuses membership changes until eve
 func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Member, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
+	failpoint.Hit(ctx, failpoint.BeforeMemberAdd)
 	resp, err := c.c.MemberAddAsLearner(ctx, []string{peerURL})
 	if errors.Is(err, rpctypes.ErrUnhealthy) {
 		return Member{}, nil, ErrClusterNotSettled
@@ -206,6 +209,7 @@ func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Memb
 	if err != nil {
 		return Member{}, nil, fmt.Errorf("adding learner %s: %w", peerURL, err)
 	}
+	failpoint.Hit(ctx, failpoint.AfterMemberAdd)
 	added := convertMembers([]*etcdserverpb.Member{resp.Member})[0]
 	return added, convertMembers(resp.Members), nil
 }
@@ -217,6 +221,7 @@ var ErrLearnerNotReady = errors.New("learner is not yet in sync with the leader"
 func (c *Client) Promote(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
+	failpoint.Hit(ctx, failpoint.BeforeMemberPromote)
 	_, err := c.c.MemberPromote(ctx, id)
 	if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
 		return ErrLearnerNotReady
@@ -224,6 +229,7 @@ func (c *Client) Promote(ctx context.Context, id uint64) error {
 	if err != nil {
 		return fmt.Errorf("promoting %s: %w", IDString(id), err)
 	}
+	failpoint.Hit(ctx, failpoint.AfterMemberPromote)
 	return nil
 }
 
@@ -231,14 +237,17 @@ func (c *Client) Promote(ctx context.Context, id uint64) error {
 func (c *Client) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
+	failpoint.Hit(ctx, failpoint.BeforeMemberRemove)
 	_, err := c.c.MemberRemove(ctx, id)
 	if err == nil || errors.Is(err, rpctypes.ErrMemberNotFound) {
+		failpoint.Hit(ctx, failpoint.AfterMemberRemove)
 		return nil
 	}
 	// A removal is done when the member is gone, whatever the answer said: the request may have
 	// reached the member being removed, which stops once it applies its own removal ("server
 	// stopped"), or a repeated call may meet etcd's strict reconfig check before its lookup.
 	if members, _, lerr := c.MemberList(ctx); lerr == nil && !slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
+		failpoint.Hit(ctx, failpoint.AfterMemberRemove)
 		return nil
 	}
 	if errors.Is(err, rpctypes.ErrUnhealthy) {

@@ -8,6 +8,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-steward/steward/internal/failpoint"
 )
 
 // Compact drops the history before rev and waits until every member applied it (physical), so
@@ -16,10 +18,12 @@ import (
 func (c *Client) Compact(ctx context.Context, rev int64) error {
 	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
 	defer cancel()
+	failpoint.Hit(ctx, failpoint.BeforeCompact)
 	_, err := c.c.Compact(ctx, rev, clientv3.WithCompactPhysical())
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return fmt.Errorf("compacting to revision %d: %w", rev, err)
 	}
+	failpoint.Hit(ctx, failpoint.AfterCompact)
 	return nil
 }
 
@@ -31,9 +35,11 @@ func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string)
 	if !ok {
 		return fmt.Errorf("unknown alarm type %q", alarm)
 	}
+	failpoint.Hit(ctx, failpoint.BeforeAlarmDisarm)
 	_, err := c.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: memberID, Alarm: etcdserverpb.AlarmType(t)})
 	if err != nil {
 		return fmt.Errorf("disarming %s of member %s: %w", alarm, IDString(memberID), err)
 	}
+	failpoint.Hit(ctx, failpoint.AfterAlarmDisarm)
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-steward/steward/internal/failpoint"
 )
 
 // Status asks one endpoint about itself. A failure is recorded in the result, not returned, so a
@@ -82,9 +84,11 @@ func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target u
 	if err != nil {
 		return err
 	}
+	failpoint.Hit(ctx, failpoint.BeforeMoveLeader)
 	if _, err := one.MoveLeader(ctx, target); err != nil {
 		return fmt.Errorf("moving leadership to %s: %w", IDString(target), err)
 	}
+	failpoint.Hit(ctx, failpoint.AfterMoveLeader)
 	return nil
 }
 
@@ -100,9 +104,11 @@ func (c *Client) Defragment(ctx context.Context, endpoint string) error {
 	if err != nil {
 		return err
 	}
+	failpoint.Hit(ctx, failpoint.BeforeDefragment)
 	if _, err := one.Defragment(ctx, endpoint); err != nil {
 		return fmt.Errorf("defragmenting %s: %w", endpoint, err)
 	}
+	failpoint.Hit(ctx, failpoint.AfterDefragment)
 	return nil
 }
 
