@@ -69,6 +69,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	rec, err := recorder()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(rec.API.Wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOpts,
@@ -90,10 +96,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	image := &selfImage{flag: o.OperatorImage, reader: mgr.GetAPIReader()}
-	rec, err := recorder()
-	if err != nil {
-		return nil, err
-	}
 	r := &controller.EtcdClusterReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),

@@ -58,7 +58,7 @@ var (
 
 // Catalog is every metric, in the order docs/metrics.md lists them.
 var Catalog = []Def{Members, QuorumHealthy, Leader, LeaderChanges, RolloutPending, StepSeconds, Actions, Disruptions,
-	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady}
+	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady, APIRequests}
 
 // WriteDoc writes docs/metrics.md from the catalog.
 func WriteDoc(w io.Writer) error {

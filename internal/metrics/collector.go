@@ -23,6 +23,8 @@ type Recorder struct {
 	actions      *prometheus.CounterVec
 	disruptions  *prometheus.CounterVec
 	gate         *prometheus.CounterVec
+	// API counts the operator's Kubernetes API requests; the manager wraps its client's transport with it.
+	API *APICounter
 }
 
 type key struct{ namespace, name string }
@@ -39,12 +41,13 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
 	}
 	r.leaderChange, r.actions, r.disruptions, r.gate = counter(LeaderChanges), counter(Actions), counter(Disruptions), counter(GateFailures)
+	r.API = &APICounter{vec: counter(APIRequests)}
 	for _, d := range Catalog {
 		if d.Kind == Gauge {
 			r.descs[d.Name] = prometheus.NewDesc(d.Name, d.Help, d.Labels, nil)
 		}
 	}
-	for _, c := range []prometheus.Collector{r, r.leaderChange, r.actions, r.disruptions, r.gate} {
+	for _, c := range []prometheus.Collector{r, r.leaderChange, r.actions, r.disruptions, r.gate, r.API.vec} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -124,6 +124,7 @@ func TestCatalogRegistered(t *testing.T) {
 	r.Action("ns", "db", "DeletePod", "Restart", "RollingMember")
 	r.GateHeld("ns", "db", "AppliedIndex")
 	r.Observe("ns", "db", status("db-1"))
+	r.API.vec.WithLabelValues("get", "pods").Inc()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

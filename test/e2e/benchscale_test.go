@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/metrics"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -96,6 +97,7 @@ func TestBenchScale(t *testing.T) {
 	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
 		writes += delta("rest_client_requests_total", map[string]string{"method": verb})
 	}
+	byResource := writesByResource(before, after)
 	cpu := delta("process_cpu_seconds_total", nil)
 	rss := sum(after, "process_resident_memory_bytes", nil)
 	heap := sum(after, "go_memstats_heap_inuse_bytes", nil)
@@ -130,6 +132,7 @@ func TestBenchScale(t *testing.T) {
 		"windowSeconds":            window.Seconds(),
 		"reconciles":               reconciles,
 		"apiWritesAll":             writes,
+		"apiWritesByResource":      byResource,
 		"objectsWritten":           len(written),
 		"objectWritesPerReconcile": ratio(float64(len(written)), reconciles),
 		"operatorCPUCoresAvg":      cpu / window.Seconds(),
@@ -147,6 +150,33 @@ func TestBenchScale(t *testing.T) {
 	if len(written) > 0 {
 		t.Errorf("%d of the clusters' objects written in %s of steady state (target 0): %v", len(written), window, written)
 	}
+}
+
+// writesByResource: Steward's own count of its write requests (steward_kube_api_requests_total),
+// "verb resource" -> requests in the window, for the verbs that write.
+func writesByResource(before, after map[string]*dto.MetricFamily) map[string]float64 {
+	count := func(fams map[string]*dto.MetricFamily) map[string]float64 {
+		out := map[string]float64{}
+		for _, m := range fams[metrics.APIRequests.Name].GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			switch l["verb"] {
+			case "create", "update", "patch", "delete", "deletecollection":
+				out[l["verb"]+" "+l["resource"]] += m.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	b, a := count(before), count(after)
+	out := map[string]float64{}
+	for k, v := range a {
+		if d := v - b[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // objectVersions are the resourceVersions of what the operator owns in ns (Pods aside: the kubelet
