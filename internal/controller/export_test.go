@@ -45,3 +45,8 @@ func (r *EtcdClusterReconciler) Undrain(ctx context.Context, p *corev1.Pod) erro
 func (r *EtcdClusterReconciler) MemberEvent(ec *stewardv1.EtcdCluster, member, reason, note string) {
 	r.memberEvent(ec, member, corev1.EventTypeNormal, reason, "%s", note)
 }
+
+// EnsureServices is the reconcile's upkeep of the Services and the PDB.
+func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+	return r.ensureServices(ctx, ec)
+}

@@ -16,6 +16,10 @@ func objectLabels(cluster string) map[string]string {
 	return l
 }
 
+// The Services are written in full, defaults included (a port's protocol): ensureServices compares
+// them with what the API server returns, and a field left for the server to default differs on
+// every reconcile, which costs a write request the server then drops as a no-op.
+
 // PeerService is the headless Service behind members' DNS names. It publishes addresses of Pods
 // that are not ready yet, because a joining member must reach its peers before it can be ready.
 func PeerService(ec *stewardv1.EtcdCluster) *corev1.Service {
@@ -26,8 +30,8 @@ func PeerService(ec *stewardv1.EtcdCluster) *corev1.Service {
 			PublishNotReadyAddresses: true,
 			Selector:                 SelectorLabels(ec.Name),
 			Ports: []corev1.ServicePort{
-				{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
-				{Name: "peer", Port: PeerPort, TargetPort: intstr.FromInt32(PeerPort)},
+				{Name: "client", Protocol: corev1.ProtocolTCP, Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)},
+				{Name: "peer", Protocol: corev1.ProtocolTCP, Port: PeerPort, TargetPort: intstr.FromInt32(PeerPort)},
 			},
 		},
 	}
@@ -43,7 +47,7 @@ func ClientService(ec *stewardv1.EtcdCluster) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: sel,
-			Ports:    []corev1.ServicePort{{Name: "client", Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)}},
+			Ports:    []corev1.ServicePort{{Name: "client", Protocol: corev1.ProtocolTCP, Port: ClientPort, TargetPort: intstr.FromInt32(ClientPort)}},
 		},
 	}
 }
