@@ -57,7 +57,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	cacheOpts := cache.Options{SyncPeriod: &sync, ByObject: map[client.Object]cache.ByObject{
+	// managedFields are stripped from every cached object: the operator reads none of them, and on
+	// a Pod they outweigh the rest of its metadata.
+	cacheOpts := cache.Options{SyncPeriod: &sync, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   {Label: owned},
 		&corev1.PersistentVolumeClaim{}: {Label: owned},
 		&corev1.Secret{}:                {Label: owned},

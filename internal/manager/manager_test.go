@@ -12,7 +12,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/etcd-steward/steward/internal/manager"
+	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/internal/testenv"
 )
 
@@ -85,6 +91,40 @@ func TestManagerServesHealth(t *testing.T) {
 	}
 	if code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Fatalf("anonymous GET /metrics: HTTP %d, want 401 or 403", code)
+	}
+	checkCacheStripsManagedFields(t, mgr)
+}
+
+// checkCacheStripsManagedFields: the informers keep no managedFields (a Pod's run to several times
+// the rest of its metadata, and the operator reads none of them), so memory grows with objects, not
+// with the field managers' history.
+func checkCacheStripsManagedFields(t *testing.T, mgr ctrl.Manager) {
+	t.Helper()
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default",
+		Labels: map[string]string{resources.LabelCluster: "c"}}, StringData: map[string]string{"k": "v"}}
+	if err := mgr.GetClient().Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	var direct corev1.Secret
+	if err := mgr.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(s), &direct); err != nil {
+		t.Fatal(err)
+	}
+	if len(direct.ManagedFields) == 0 {
+		t.Fatal("the API server recorded no managedFields: nothing to strip, the check would prove nothing")
+	}
+	var cached corev1.Secret
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(s), &cached)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache never saw the Secret: %v", err)
+		}
+	}
+	if len(cached.ManagedFields) != 0 {
+		t.Errorf("the cache keeps %d managedFields entries", len(cached.ManagedFields))
 	}
 }
 
