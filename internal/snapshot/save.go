@@ -38,6 +38,10 @@ type SaveOptions struct {
 	// AllowNoLeader snapshots a member that has no leader (quorum lost): what a recovery from
 	// quorum loss needs; otherwise such a member is refused, since it may have missed writes.
 	AllowNoLeader bool
+	// LeaderWait is how long a member without a leader gets to find one before it is refused
+	// (default 30s): an election or a short partition ends within seconds, and failing the backup
+	// for it left a user's one-off backup Failed while the cluster was healthy again.
+	LeaderWait time.Duration
 	// Logf, if set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -90,6 +94,9 @@ func (o *SaveOptions) defaults() {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = time.Minute
 	}
+	if o.LeaderWait <= 0 {
+		o.LeaderWait = 30 * time.Second
+	}
 	if o.HashTimeout <= 0 {
 		o.HashTimeout = 2 * time.Minute
 	}
@@ -101,16 +108,39 @@ func (o *SaveOptions) defaults() {
 	}
 }
 
+// statusWithLeader asks the member's status, again every second while it has no leader, for up to
+// opts.LeaderWait (not at all with AllowNoLeader).
+func statusWithLeader(ctx context.Context, cli *clientv3.Client, opts SaveOptions) (*clientv3.StatusResponse, error) {
+	ep := cli.Endpoints()[0]
+	deadline := time.Now().Add(opts.LeaderWait)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, opts.StatusTimeout)
+		st, err := cli.Status(sctx, ep)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("etcd member %s did not answer its status within %s: %w", ep, opts.StatusTimeout, err)
+		}
+		if st.Leader != 0 || st.IsLearner || opts.AllowNoLeader || time.Now().After(deadline) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // memberFacts asks the member who it is. Status is answered locally, without quorum, so it is
 // what tells a lost quorum apart from a member that is down, within StatusTimeout either way.
 func memberFacts(ctx context.Context, cli *clientv3.Client, opts SaveOptions) (Manifest, error) {
 	ep := cli.Endpoints()[0]
+	st, err := statusWithLeader(ctx, cli, opts)
+	if err != nil {
+		return Manifest{}, err
+	}
 	sctx, cancel := context.WithTimeout(ctx, opts.StatusTimeout)
 	defer cancel()
-	st, err := cli.Status(sctx, ep)
-	if err != nil {
-		return Manifest{}, fmt.Errorf("etcd member %s did not answer its status within %s: %w", ep, opts.StatusTimeout, err)
-	}
 	var m Manifest
 	id := st.Header.MemberId
 	m.Member.ID, m.ClusterID = fmt.Sprintf("%x", id), fmt.Sprintf("%x", st.Header.ClusterId)
@@ -119,7 +149,7 @@ func memberFacts(ctx context.Context, cli *clientv3.Client, opts SaveOptions) (M
 	case st.IsLearner:
 		return Manifest{}, fmt.Errorf("etcd member %s (%s) is a learner, which may lag behind: snapshot a voting member", ep, m.Member.ID)
 	case st.Leader == 0 && !opts.AllowNoLeader:
-		return Manifest{}, fmt.Errorf("etcd member %s (%s) has no leader: the cluster lost quorum or is electing one, and a snapshot now may miss committed writes", ep, m.Member.ID)
+		return Manifest{}, fmt.Errorf("etcd member %s (%s) has had no leader for %s: the cluster lost quorum or the member is cut off, and a snapshot now may miss committed writes", ep, m.Member.ID, opts.LeaderWait)
 	}
 	// Status lists active alarms among its errors (as internal/etcd reads them); AlarmList
 	// would be a raft proposal, which hangs without quorum.

@@ -225,7 +225,7 @@ func TestFetchWithoutManifest(t *testing.T) {
 }
 
 // A member that does not answer fails the save within the status timeout; a member without a
-// leader is refused at once unless the save is for a quorum-loss recovery.
+// leader is refused after LeaderWait unless the save is for a quorum-loss recovery.
 func TestSaveFailsFast(t *testing.T) {
 	ctx := tctx(t)
 	store := volume(t)
@@ -248,8 +248,9 @@ func TestSaveFailsFast(t *testing.T) {
 	one := clientFor(t, c.Members[0].ClientURL)
 	waitNoLeader(t, one)
 	start = time.Now()
+	opts.LeaderWait = 3 * time.Second
 	_, err = Save(ctx, one, store, opts)
-	if err == nil || !strings.Contains(err.Error(), "has no leader") || time.Since(start) > 15*time.Second {
+	if err == nil || !strings.Contains(err.Error(), "has had no leader for 3s") || time.Since(start) < 3*time.Second || time.Since(start) > 15*time.Second {
 		t.Errorf("quorum lost: %v after %s", err, time.Since(start))
 	}
 	if list, _ := store.List(ctx, ""); len(list) != 0 {
@@ -258,6 +259,33 @@ func TestSaveFailsFast(t *testing.T) {
 	opts.AllowNoLeader = true
 	if m, err := Save(ctx, one, store, opts); err != nil || m.Revision == 0 {
 		t.Errorf("quorum lost, AllowNoLeader: %+v, %v", m, err)
+	}
+}
+
+// A member that lost its leader for a moment (an election, a short partition: the fault campaign
+// partitioned one during a backup, which then failed) is waited for: the save goes ahead once it
+// has a leader again.
+func TestSaveWaitsForALeader(t *testing.T) {
+	ctx := tctx(t)
+	store := volume(t)
+	c := startCluster(t, 3)
+	fill(t, c.cli, "k", 50, 100)
+	c.Kill(c.Members[1])
+	c.Kill(c.Members[2])
+	one := clientFor(t, c.Members[0].ClientURL)
+	waitNoLeader(t, one)
+	go func() {
+		time.Sleep(2 * time.Second)
+		c.Restart(c.Members[1])
+	}()
+	opts := saveOpts(CompressionZstd)
+	start := time.Now()
+	m, err := Save(ctx, one, store, opts)
+	if err != nil || m.Revision == 0 {
+		t.Fatalf("a member whose quorum came back after 2s: %+v, %v", m, err)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Errorf("saved after %s, before quorum came back", waited)
 	}
 }
 
