@@ -6,7 +6,7 @@
 /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
 /^[ ]*--- FAIL: / { failed[$3] = 1; order[++n] = $3; next }
 /^[ ]*--- (PASS|SKIP): / { next }
-/^    [A-Za-z0-9_]+_test\.go:[0-9]+: / {
+/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / {
   if (cur == "" || $0 ~ /MEASURE|diagnostics written to/) next
   line = $0
   if (length(line) > 400) line = substr(line, 1, 400) "…"

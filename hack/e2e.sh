@@ -9,7 +9,9 @@
 #
 # Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 45m), E2E_PARALLEL (default 4: with the backup scenarios, 6 at a time starved etcd of CPU on 2 cores), KEEP_CLUSTER=1,
 #      E2E_ARGS (extra go test arguments), E2E_INSTALL_PHASE=0 (skip the Helm install phase that
-#      follows the scenarios: TestInstall with STEWARD_E2E_INSTALL_PHASE=1). Failure dumps go to _out/e2e/.
+#      follows the scenarios: TestInstall with STEWARD_E2E_INSTALL_PHASE=1), E2E_CHAOS_PHASE=0 (skip
+#      the fault campaign that comes last), E2E_SCENARIO_PHASE=0 (skip the scenarios themselves).
+#      Failure dumps go to _out/e2e/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
 need_root
@@ -70,15 +72,21 @@ STEWARD_E2E_HELM=$("$ROOT/hack/toolchain.sh" path helm)
 export STEWARD_E2E_HELM
 
 cd "$ROOT"
-log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
-# shellcheck disable=SC2086 # E2E_ARGS is a list of words
-# Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
-# The output is also kept in _out/e2e/go-test.log; on failure each failed test's last own lines
-# are printed again at the end, where CI's tail of the output shows them.
-if ! go test -tags e2e ./test/e2e/... -v -count=1 -timeout "${E2E_TIMEOUT:-45m}" -parallel "${E2E_PARALLEL:-4}" \
-  ${E2E_RUN:+-run "$E2E_RUN"} ${E2E_ARGS:-} 2>&1 | tee "$OUT/e2e/go-test.log"; then
-  awk -f "$ROOT/hack/e2e-failures.awk" "$OUT/e2e/go-test.log"
-  exit 1
+# go_test LOG ARGS...: go test of the e2e packages, its output also kept in _out/e2e/LOG; on
+# failure each failed test's last own lines are printed again at the end, where CI's tail of the
+# output shows them.
+go_test() {
+  local log=$OUT/e2e/$1; shift
+  # shellcheck disable=SC2086 # E2E_ARGS is a list of words
+  if ! go test -tags e2e ./test/e2e/... -v -count=1 "$@" ${E2E_ARGS:-} 2>&1 | tee "$log"; then
+    awk -f "$ROOT/hack/e2e-failures.awk" "$log"
+    return 1
+  fi
+}
+if [[ ${E2E_SCENARIO_PHASE:-1} == 1 ]]; then
+  log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
+  # Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
+  go_test go-test.log -timeout "${E2E_TIMEOUT:-45m}" -parallel "${E2E_PARALLEL:-4}" ${E2E_RUN:+-run "$E2E_RUN"}
 fi
 
 # Install phase, only after the scenarios above passed (set -e), one test at a time: TestInstall
@@ -91,8 +99,16 @@ if [[ ${E2E_INSTALL_PHASE:-1} == 1 ]]; then
   export STEWARD_E2E_PREVIOUS_IMAGE
   log "install phase: go test -tags e2e ./test/e2e/... -run 'TestInstall|TestUpgradeFromPreviousRelease' (STEWARD_E2E_INSTALL_PHASE=1)"
   install_start=$SECONDS
-  # shellcheck disable=SC2086 # E2E_ARGS is a list of words
-  STEWARD_E2E_INSTALL_PHASE=1 go test -tags e2e ./test/e2e/... -v -count=1 -timeout 15m -parallel 1 \
-    -run 'TestInstall|TestUpgradeFromPreviousRelease' ${E2E_ARGS:-}
+  STEWARD_E2E_INSTALL_PHASE=1 go_test go-test-install.log -timeout 15m -parallel 1 -run 'TestInstall|TestUpgradeFromPreviousRelease'
   log "install phase passed in $((SECONDS - install_start))s"
+fi
+
+# Chaos phase: the fault campaign (TestChaos, docs/chaos.md) kills the operator and restarts the API
+# server, so it runs alone, its seeds in parallel. STEWARD_CHAOS_SEEDS and STEWARD_CHAOS_DURATION
+# (per seed) override the CI seeds and their 2 minutes; E2E_CHAOS_PHASE=0 skips it.
+if [[ ${E2E_CHAOS_PHASE:-1} == 1 ]]; then
+  log "chaos phase: go test -tags e2e ./test/e2e/... -run '^TestChaos$' (STEWARD_E2E_CHAOS_PHASE=1)"
+  chaos_start=$SECONDS
+  STEWARD_E2E_CHAOS_PHASE=1 go_test go-test-chaos.log -timeout "${E2E_CHAOS_TIMEOUT:-20m}" -parallel 8 -run '^TestChaos$'
+  log "chaos phase passed in $((SECONDS - chaos_start))s (reports: _out/e2e/chaos/)"
 fi

@@ -41,6 +41,12 @@ func (c *campaign) runStep(s chaos.Step) chaos.StepRecord {
 		return done(ctx)
 	})
 	rec.Converged = time.Since(rec.Started).Seconds()
+	if s.Op == chaos.OpBackup {
+		var b stewardv1.EtcdBackup
+		if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: c.ns, Name: fmt.Sprintf("chaos-%d", s.N)}, &b); err == nil {
+			rec.Note = strings.TrimSpace(fmt.Sprintf("%s; backup %s %s", rec.Note, b.Status.Phase, b.Status.Message))
+		}
+	}
 	if err != nil {
 		rec.Error = "not converged: " + err.Error()
 		c.violate(chaos.InvConverges, fmt.Sprintf("step %d (%s) not converged within %s: %v", s.N, s, convergeWithin, err))

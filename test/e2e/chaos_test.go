@@ -22,20 +22,29 @@ import (
 	"github.com/etcd-steward/steward/test/e2e/framework/chaos"
 )
 
-// ciSeeds run in CI; a seed that ever failed is added here and stays (a regression seed).
-var ciSeeds = []uint64{1, 3}
+// ciSeeds run in CI; a seed that ever failed is added here and stays (a regression seed): 5 failed a
+// soak on an accounting error (a member list that failed while a kill landed was read as quorum lost
+// with no fault active).
+var ciSeeds = []uint64{1, 3, 5}
+
+// chaosPhaseEnv turns TestChaos on: hack/e2e.sh runs it in a phase of its own, after the other
+// scenarios, because it kills the shared operator and restarts the API server (the others' metrics
+// counters and timings would pay for it).
+const chaosPhaseEnv = "STEWARD_E2E_CHAOS_PHASE"
 
 // TestChaos is the fault campaign: per seed, a 3-member cluster under contended traffic is driven
 // through operations chosen by the seed (rolls, scaling, CA rotations, defragmentations, backups)
 // while faults chosen by the same seed strike at random moments (the operator killed, at random
 // or stopped at a failpoint; a member's Pod deleted, its etcd killed, frozen or cut off the
-// network; the operator cut off the members; with STEWARD_CHAOS_APISERVER=1 the API server
-// restarted). After each step it waits for convergence; throughout, it checks the invariants
+// network; the operator cut off the members; the API server restarted). After each step it waits for convergence; throughout, it checks the invariants
 // (package chaos) and writes a JSON and a Markdown report per seed to the artifacts directory.
 //
 // STEWARD_CHAOS_SEEDS (comma-separated; default the CI seeds) and STEWARD_CHAOS_DURATION (per
-// seed; default 3m) set the run; `make chaos SEED=… DURATION=…` replays one.
+// seed; default 2m) set the run; `make chaos SEED=… DURATION=…` replays one.
 func TestChaos(t *testing.T) {
+	if os.Getenv(chaosPhaseEnv) != "1" {
+		t.Skipf("runs only in hack/e2e.sh's chaos phase (%s=1): it kills the shared operator and restarts the API server", chaosPhaseEnv)
+	}
 	t.Parallel()
 	seeds := ciSeeds
 	if v := os.Getenv("STEWARD_CHAOS_SEEDS"); v != "" {
@@ -48,7 +57,7 @@ func TestChaos(t *testing.T) {
 			seeds = append(seeds, n)
 		}
 	}
-	duration := 3 * time.Minute
+	duration := 2 * time.Minute
 	if v := os.Getenv("STEWARD_CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -73,7 +82,7 @@ func chaosConfig(seed uint64) chaos.Config {
 	if _, err := framework.S3ConfigFromEnv(); err == nil {
 		cfg.Operations = append(cfg.Operations, chaos.OpBackup)
 	}
-	if os.Getenv("STEWARD_CHAOS_APISERVER") == "1" {
+	if os.Getenv("STEWARD_CHAOS_APISERVER") != "0" {
 		cfg.Faults = append(cfg.Faults, chaos.FaultRestartAPIServer)
 	}
 	// The local cluster's operator is built with the failpoints tag (hack/localkube/build.sh) unless
@@ -178,7 +187,7 @@ func (c *campaign) violate(inv, detail string) {
 func observations(tl framework.Timeline) []chaos.Observation {
 	out := make([]chaos.Observation, 0, len(tl))
 	for _, s := range tl {
-		o := chaos.Observation{At: s.At, Unknown: s.Unknown, QuorumLost: s.ListErr != "" && !s.Unknown}
+		o := chaos.Observation{At: s.At, End: s.Done, Unknown: s.Unknown, QuorumLost: s.ListErr != "" && !s.Unknown}
 		for _, m := range s.Members {
 			if len(m.Reasons) > 0 {
 				o.Unavailable = append(o.Unavailable, m.Name)

@@ -95,7 +95,9 @@ func (m *Monitor) sample(ctx context.Context) Sample {
 		}
 	}
 	members, listErr := m.memberList(ctx, endpoints)
-	return Evaluate(at, m.cfg.Expected(), obs, members, listErr)
+	s := Evaluate(at, m.cfg.Expected(), obs, members, listErr)
+	s.Done = time.Now()
+	return s
 }
 
 // memberList asks any Ready member (linearizable in 3.5+, so it also fails without

@@ -34,7 +34,10 @@ type MemberState struct {
 
 // Sample is the cluster's state at one instant.
 type Sample struct {
-	At          time.Time
+	At time.Time
+	// Done is when the sample's last read returned (zero: at once). The member list may take
+	// seconds to fail, so what it says holds somewhere in [At, Done], not at At.
+	Done        time.Time
 	Unavailable int
 	Members     []MemberState
 	ListErr     string // the MemberList error, if it failed

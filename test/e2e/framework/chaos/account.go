@@ -9,7 +9,11 @@ import (
 // Observation is one instant of the disruption monitor: which expected members were
 // unavailable, and whether etcd's member list failed for want of quorum.
 type Observation struct {
-	At          time.Time
+	At time.Time
+	// End is when the observation's reads finished (zero: At). A fault that began in [At, End]
+	// may be what it saw: a member list that failed after three seconds of tries failed for want of
+	// a member killed in the meantime.
+	End         time.Time
 	Unavailable []string
 	QuorumLost  bool
 	Unknown     bool // the monitor could not see (the API server did not answer): says nothing
@@ -89,7 +93,7 @@ func Account(obs []Observation, windows []Window) []Violation {
 		if len(steward) > 1 {
 			add(Violation{At: o.At, Invariant: InvOneDisruption, Detail: fmt.Sprintf("%v unavailable at once, none from a fault", steward)})
 		}
-		if o.QuorumLost && len(faulted) == 0 && !faultActive(windows, o.At) {
+		if o.QuorumLost && len(faulted) == 0 && !faultActive(windows, o) {
 			add(Violation{At: o.At, Invariant: InvQuorum, Detail: fmt.Sprintf("quorum lost with no fault active (unavailable %v)", o.Unavailable)})
 		}
 	}
@@ -107,10 +111,17 @@ func Account(obs []Observation, windows []Window) []Violation {
 	return out
 }
 
-func faultActive(windows []Window, t time.Time) bool {
-	return slices.ContainsFunc(windows, func(w Window) bool {
-		return !t.Before(w.From) && !t.After(w.To.Add(attributionWindow))
-	})
+func faultActive(windows []Window, o Observation) bool {
+	return slices.ContainsFunc(windows, func(w Window) bool { return overlaps(o, w) })
+}
+
+// overlaps: the observation's span [At, End] meets the window extended by attributionWindow.
+func overlaps(o Observation, w Window) bool {
+	end := o.End
+	if end.Before(o.At) {
+		end = o.At
+	}
+	return !end.Before(w.From) && !o.At.After(w.To.Add(attributionWindow))
 }
 
 func intervals(obs []Observation, windows []Window) []interval {
@@ -128,7 +139,7 @@ func intervals(obs []Observation, windows []Window) []interval {
 			}
 			iv := interval{member: m, from: o.At}
 			for _, w := range windows {
-				if w.Member == m && !o.At.Before(w.From) && !o.At.After(w.To.Add(attributionWindow)) {
+				if w.Member == m && overlaps(o, w) {
 					iv.fault, iv.faultCause = true, w.Fault
 				}
 			}

@@ -54,6 +54,14 @@ func TestAccount(t *testing.T) {
 			windows: []Window{{Member: "a", Fault: FaultPartitionMember, From: at(1), To: at(3)}}},
 		{name: "Steward replaces the faulted member itself", obs: timeline("", "a", "a", "a", "a", "a", ""),
 			windows: []Window{{Member: "a", Fault: FaultPartitionMember, From: at(1), To: at(2)}}},
+		{name: "the member list failed while a kill landed (seed 5's soak)", obs: func() []Observation {
+			tl := timeline("", "c", "c Q", "c b", "c")
+			tl[2].End = tl[2].At.Add(3 * time.Second) // three tries of a second each
+			return tl
+		}(), windows: []Window{{Member: "b", Fault: FaultKillEtcd, From: at(2).Add(50 * time.Millisecond), To: at(2).Add(60 * time.Millisecond)}}},
+		{name: "the same failure read at its start alone", obs: timeline("", "c", "c Q", "c"),
+			windows: []Window{{Member: "b", Fault: FaultKillEtcd, From: at(2).Add(50 * time.Millisecond), To: at(2).Add(60 * time.Millisecond)}},
+			want:    []string{InvQuorum}},
 		{name: "a member down long after its fault is Steward's", obs: timeline(append(make([]string, 14), "a", "a b", "")...),
 			windows: []Window{{Member: "a", Fault: FaultKillEtcd, From: at(0), To: at(0)}}, want: []string{InvOneDisruption}},
 	} {
