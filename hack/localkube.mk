@@ -29,10 +29,10 @@ e2e: ## End-to-end tests against the local cluster (KEEP_CLUSTER=1 keeps it up).
 	hack/e2e.sh
 
 bench-backup: ## Backup/restore figures of a 256 MiB database (STEWARD_E2E_BACKUP_MIB=1024 for 1 GiB); outside CI.
-	STEWARD_E2E_BENCH=1 E2E_RUN=TestBackupMeasure hack/e2e.sh
+	STEWARD_E2E_BENCH=1 E2E_RUN=TestBackupMeasure E2E_INSTALL_PHASE=0 E2E_CHAOS_PHASE=0 hack/e2e.sh
 
 bench-scale: ## 100 one-member clusters under one operator (BENCH_CLUSTERS=N): RSS, CPU, writes, repair notice; outside CI.
-	E2E_RUN=TestBenchScale E2E_ARGS='-tags e2e,bench' E2E_INSTALL_PHASE=0 E2E_TIMEOUT=60m hack/e2e.sh
+	E2E_RUN=TestBenchScale E2E_ARGS='-tags e2e,bench' E2E_INSTALL_PHASE=0 E2E_CHAOS_PHASE=0 E2E_TIMEOUT=60m hack/e2e.sh
 
 chaos: ## The fault campaign alone: SEED=N[,M] (default: the CI seeds) DURATION=2h per seed (default 10m). Reports in _out/e2e/chaos/.
 	STEWARD_CHAOS_SEEDS=$(SEED) STEWARD_CHAOS_DURATION=$(or $(DURATION),10m) E2E_SCENARIO_PHASE=0 E2E_INSTALL_PHASE=0 \
