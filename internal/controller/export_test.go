@@ -50,3 +50,8 @@ func (r *EtcdClusterReconciler) MemberEvent(ec *stewardv1.EtcdCluster, member, r
 func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv1.EtcdCluster) error {
 	return r.ensureServices(ctx, ec)
 }
+
+// WriteStatus is the reconcile's status write.
+func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
+	return r.writeStatus(ctx, base, ec)
+}

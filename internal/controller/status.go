@@ -124,12 +124,18 @@ func (r *EtcdClusterReconciler) syncMemberStatus(ctx context.Context, o *observe
 	return nil
 }
 
-// writeStatus patches status only when it changed: an idle cluster costs no writes.
+// writeStatus patches status only when it changed: an idle cluster costs no writes. Changed means
+// the patch is not empty: a time that differs below a second (kept in whole seconds) or any other
+// difference the JSON does not carry is no change, and sending it cost a request per reconcile.
 func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
 	if equality.Semantic.DeepEqual(base.Status, ec.Status) {
 		return nil
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ec, client.MergeFrom(base)))
+	patch := client.MergeFrom(base)
+	if data, err := patch.Data(ec); err == nil && string(data) == "{}" {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ec, patch))
 }
 
 // digest is a short label for the observed template, for humans comparing status at a glance.
