@@ -72,10 +72,8 @@ func (c *campaign) startOp(s chaos.Step) (framework.Condition, error) {
 			if err != nil {
 				return false, err
 			}
-			for _, p := range pods {
-				if cmd := strings.Join(append(p.Spec.Containers[0].Command, p.Spec.Containers[0].Args...), " "); !strings.Contains(cmd, want) {
-					return false, fmt.Errorf("%s runs without %s", p.Name, want)
-				}
+			if stale := podsWithout(pods, want); len(stale) > 0 {
+				return false, fmt.Errorf("%v run without %s", stale, want)
 			}
 			return true, nil
 		}, nil
@@ -264,4 +262,20 @@ func (c *campaign) failpoint(ctx context.Context, s chaos.Step) (bool, string) {
 		return false, "not reached"
 	}
 	return true, "operator stopped at " + s.Failpoint + ", then killed"
+}
+
+// podsWithout names the live Pods whose etcd container's command line lacks arg.
+func podsWithout(pods []*corev1.Pod, arg string) []string {
+	var out []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, ctr := range p.Spec.Containers {
+			if ctr.Name == "etcd" && !strings.Contains(strings.Join(append(ctr.Command, ctr.Args...), " "), arg) {
+				out = append(out, p.Name)
+			}
+		}
+	}
+	return out
 }

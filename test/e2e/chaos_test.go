@@ -233,14 +233,7 @@ func (c *campaign) checkHonest() {
 	if err != nil {
 		return
 	}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		for _, ctr := range p.Spec.Containers {
-			if ctr.Name == "etcd" && !strings.Contains(strings.Join(append(ctr.Command, ctr.Args...), " "), want) {
-				c.violate(chaos.InvHonestStatus, fmt.Sprintf("status settled (generation %d) while %s runs without %s", ec.Generation, p.Name, want))
-			}
-		}
+	for _, name := range podsWithout(pods, want) {
+		c.violate(chaos.InvHonestStatus, fmt.Sprintf("status settled (generation %d) while %s runs without %s", ec.Generation, name, want))
 	}
 }
