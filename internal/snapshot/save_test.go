@@ -241,12 +241,7 @@ func TestSaveFailsFast(t *testing.T) {
 		t.Errorf("member down: %v after %s", err, time.Since(start))
 	}
 
-	c := startCluster(t, 3)
-	fill(t, c.cli, "k", 50, 100)
-	c.Kill(c.Members[1])
-	c.Kill(c.Members[2])
-	one := clientFor(t, c.Members[0].ClientURL)
-	waitNoLeader(t, one)
+	_, one := quorumLost(t)
 	start = time.Now()
 	opts.LeaderWait = 3 * time.Second
 	_, err = Save(ctx, one, store, opts)
@@ -262,18 +257,26 @@ func TestSaveFailsFast(t *testing.T) {
 	}
 }
 
-// A member that lost its leader for a moment (an election, a short partition: the fault campaign
-// partitioned one during a backup, which then failed) is waited for: the save goes ahead once it
-// has a leader again.
-func TestSaveWaitsForALeader(t *testing.T) {
-	ctx := tctx(t)
-	store := volume(t)
+// quorumLost is a 3-member cluster with data, two members killed, and a client of the third, which
+// has no leader.
+func quorumLost(t *testing.T) (cluster, *clientv3.Client) {
+	t.Helper()
 	c := startCluster(t, 3)
 	fill(t, c.cli, "k", 50, 100)
 	c.Kill(c.Members[1])
 	c.Kill(c.Members[2])
 	one := clientFor(t, c.Members[0].ClientURL)
 	waitNoLeader(t, one)
+	return c, one
+}
+
+// A member that lost its leader for a moment (an election, a short partition: the fault campaign
+// partitioned one during a backup, which then failed) is waited for: the save goes ahead once it
+// has a leader again.
+func TestSaveWaitsForALeader(t *testing.T) {
+	ctx := tctx(t)
+	store := volume(t)
+	c, one := quorumLost(t)
 	go func() {
 		time.Sleep(2 * time.Second)
 		c.Restart(c.Members[1])
