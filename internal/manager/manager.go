@@ -82,6 +82,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                   cacheOpts,
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.HealthProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

@@ -37,6 +37,9 @@ type Options struct {
 	// OperatorImage is the image backup Jobs and restore init containers run; empty means the
 	// operator's own Pod's image.
 	OperatorImage string
+	// PprofAddr serves Go's /debug/pprof profiles, unauthenticated; "" or "0" (the default) turns
+	// them off. For measuring (make bench-scale takes a heap profile), never for production.
+	PprofAddr string
 }
 
 // BindFlags registers the options on fs with their defaults.
@@ -59,6 +62,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"EtcdClusters reconciled at once (each reconcile may wait on etcd for up to a few seconds)")
 	fs.StringVar(&o.OperatorImage, "operator-image", "",
 		"image of backup Jobs and restore init containers (default: the operator Pod's own image)")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "",
+		"address of Go's /debug/pprof profiles, unauthenticated (default: off); for measuring only")
 }
 
 // Validate reports options that cannot work, before anything starts.

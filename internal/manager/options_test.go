@@ -15,7 +15,7 @@ func TestOptionsFlags(t *testing.T) {
 		check   func(t *testing.T, o Options)
 	}{
 		{args: nil, check: func(t *testing.T, o Options) {
-			if o.EtcdImageRepository != DefaultEtcdImageRepository || o.WatchNamespaces != nil || o.LeaderElect {
+			if o.EtcdImageRepository != DefaultEtcdImageRepository || o.WatchNamespaces != nil || o.LeaderElect || o.PprofAddr != "" {
 				t.Errorf("defaults = %+v", o)
 			}
 		}},
@@ -28,6 +28,11 @@ func TestOptionsFlags(t *testing.T) {
 		{args: []string{"--etcd-image-repository=reg.local/etcd@sha256:abc"}, wantErr: "without tag or digest"},
 		{args: []string{"--sync-period=5s"}, wantErr: "below one minute"},
 		{args: []string{"--max-concurrent-reconciles=0"}, wantErr: "must be at least 1"},
+		{args: []string{"--pprof-bind-address=:8082"}, check: func(t *testing.T, o Options) {
+			if o.PprofAddr != ":8082" {
+				t.Errorf("parsed = %+v", o)
+			}
+		}},
 		{args: []string{"--max-concurrent-reconciles=16"}, check: func(t *testing.T, o Options) {
 			if o.MaxConcurrentReconciles != 16 {
 				t.Errorf("parsed = %+v", o)

@@ -35,6 +35,7 @@ func TestBenchScale(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_CLUSTERS")); err == nil && v > 0 {
 		n = v
 	}
+	enableOperatorPprof(t)
 	ns := f.Namespace(t)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -101,6 +102,7 @@ func TestBenchScale(t *testing.T) {
 	cpu := delta("process_cpu_seconds_total", nil)
 	rss := sum(after, "process_resident_memory_bytes", nil)
 	heap := sum(after, "go_memstats_heap_inuse_bytes", nil)
+	saveHeapProfile(t, "bench-scale-heap.pprof")
 
 	// A member killed: its Pod deleted; time until the operator created the next one.
 	victim := fmt.Sprintf("b%03d", n/2)
@@ -138,6 +140,7 @@ func TestBenchScale(t *testing.T) {
 		"operatorCPUCoresAvg":      cpu / window.Seconds(),
 		"operatorRSSBytes":         rss,
 		"operatorHeapInUseBytes":   heap,
+		"operatorMemory":           memoryBreakdown(after),
 		"repairNoticedSeconds":     noticed.Seconds(),
 		"repairedSeconds":          repaired.Seconds(),
 		"maxConcurrentReconciles":  maxConcurrent(after),

@@ -97,6 +97,18 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 // it and is ready, and returns the image it had.
 func setOperatorImage(t *testing.T, image string) string {
 	t.Helper()
+	var old string
+	changeOperator(t, "the operator to run "+image, func(c *corev1.Container) {
+		old = c.Image
+		c.Image, c.ImagePullPolicy = image, corev1.PullIfNotPresent
+	}, func(c corev1.Container) bool { return c.Image == image })
+	return old
+}
+
+// changeOperator changes the suite's operator container and waits until the Deployment's one Pod
+// is ready and has a container that running says is the changed one.
+func changeOperator(t *testing.T, what string, change func(*corev1.Container), running func(corev1.Container) bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := client.ObjectKey{Namespace: f.OperatorNamespace, Name: f.OperatorDeployment}
@@ -105,13 +117,11 @@ func setOperatorImage(t *testing.T, image string) string {
 		t.Fatal(err)
 	}
 	base := d.DeepCopy()
-	c := &d.Spec.Template.Spec.Containers[0]
-	old := c.Image
-	c.Image, c.ImagePullPolicy = image, corev1.PullIfNotPresent
+	change(&d.Spec.Template.Spec.Containers[0])
 	if err := f.Client.Patch(ctx, &d, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	f.WaitFor(t, f.OperatorNamespace, "the operator to run "+image, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	f.WaitFor(t, f.OperatorNamespace, what, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := f.Client.Get(ctx, key, &d); err != nil {
 			return false, err
 		}
@@ -124,13 +134,12 @@ func setOperatorImage(t *testing.T, image string) string {
 			return false, err
 		}
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil || p.Spec.Containers[0].Image != image {
+			if p.DeletionTimestamp != nil || !running(p.Spec.Containers[0]) {
 				return false, nil // an old Pod still terminating
 			}
 		}
 		return len(pods.Items) == 1, nil
 	})
-	return old
 }
 
 func setPodSecurity(t *testing.T, ns, level string) {

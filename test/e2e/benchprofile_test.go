@@ -1,0 +1,87 @@
+//go:build e2e && bench
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+const pprofPort = "8082"
+
+// enableOperatorPprof restarts the suite's operator with --pprof-bind-address (off by default) so
+// the benchmark can say where its memory goes; the cleanup restarts it without.
+func enableOperatorPprof(t *testing.T) {
+	t.Helper()
+	flag := "--pprof-bind-address=:" + pprofPort
+	hasFlag := func(c corev1.Container) bool { return slices.Contains(c.Args, flag) }
+	changeOperator(t, "the operator to serve pprof", func(c *corev1.Container) {
+		if !slices.Contains(c.Args, flag) {
+			c.Args = append(c.Args, flag)
+		}
+	}, hasFlag)
+	t.Cleanup(func() {
+		changeOperator(t, "the operator without pprof", func(c *corev1.Container) {
+			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return a == flag })
+		}, func(c corev1.Container) bool { return !hasFlag(c) })
+	})
+}
+
+// saveHeapProfile writes the operator's heap profile to <artifacts>/name and logs its top entries
+// by bytes in use (go tool pprof, when go is on PATH).
+func saveHeapProfile(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pod, err := operatorPod(ctx)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", net.JoinHostPort(pod.Status.PodIP, pprofPort))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("heap profile: %s, %v", resp.Status, err)
+		return
+	}
+	path := filepath.Join(f.Artifacts, name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Error(err)
+		return
+	}
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", "-sample_index=inuse_space", path).CombinedOutput()
+	t.Logf("BENCH heap profile %s (%v):\n%s", path, err, out)
+}
+
+// memoryBreakdown: where the operator's resident memory goes, as the Go runtime counts it (heap
+// objects allocated and not yet freed; heap spans held but idle and not returned to the OS; stacks;
+// the runtime's own structures; the next GC's target).
+func memoryBreakdown(fams map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range []string{"go_memstats_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+		"go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes", "go_memstats_next_gc_bytes",
+		"go_memstats_mspan_inuse_bytes", "go_memstats_gc_sys_bytes", "go_memstats_other_sys_bytes", "go_goroutines",
+		"go_gc_gogc_percent", "go_gc_gomemlimit_bytes", "process_resident_memory_bytes"} {
+		out[name] = sum(fams, name, nil)
+	}
+	return out
+}
