@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +84,23 @@ func memoryBreakdown(fams map[string]*dto.MetricFamily) map[string]float64 {
 		"go_memstats_mspan_inuse_bytes", "go_memstats_gc_sys_bytes", "go_memstats_other_sys_bytes", "go_goroutines",
 		"go_gc_gogc_percent", "go_gc_gomemlimit_bytes", "process_resident_memory_bytes"} {
 		out[name] = sum(fams, name, nil)
+	}
+	// The kernel's split of the resident set: file-backed pages are the binary's own (text and
+	// read-only data, shared, dropped under pressure); anonymous ones are the heap, stacks and
+	// the runtime's.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if pod, err := operatorPod(ctx); err == nil {
+		if pid, err := processNamed(pod, "manager", "steward"); err == nil {
+			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			for _, line := range strings.Split(string(status), "\n") {
+				k, v, _ := strings.Cut(line, ":")
+				if k == "RssAnon" || k == "RssFile" {
+					kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+					out["proc_"+strings.ToLower(k)+"_bytes"] = kb * 1024
+				}
+			}
+		}
 	}
 	return out
 }
