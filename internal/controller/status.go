@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -131,11 +132,15 @@ func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewa
 	if equality.Semantic.DeepEqual(base.Status, ec.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(base)
-	if data, err := patch.Data(ec); err == nil && string(data) == "{}" {
+	data, err := client.MergeFrom(base).Data(ec)
+	if err != nil {
+		return err
+	}
+	if string(data) == "{}" {
 		return nil
 	}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ec, patch))
+	// The patch computed once: sent as is rather than computed again by the client.
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ec, client.RawPatch(types.MergePatchType, data)))
 }
 
 // digest is a short label for the observed template, for humans comparing status at a glance.
