@@ -30,7 +30,7 @@ func enableOperatorPprof(t *testing.T) {
 	flag := "--pprof-bind-address=:" + pprofPort
 	hasFlag := func(c corev1.Container) bool { return slices.Contains(c.Args, flag) }
 	changeOperator(t, "the operator to serve pprof", func(c *corev1.Container) {
-		if !slices.Contains(c.Args, flag) {
+		if !hasFlag(*c) {
 			c.Args = append(c.Args, flag)
 		}
 	}, hasFlag)

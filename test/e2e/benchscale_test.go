@@ -23,6 +23,7 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/metrics"
 	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
 // TestBenchScale (issue 13, item 5; `make bench-scale`, outside CI): N one-member PVC clusters under
@@ -115,15 +116,23 @@ func TestBenchScale(t *testing.T) {
 	if err := f.Client.Delete(ctx, &old, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+	// Both on the test's clock: a Pod's creationTimestamp has whole seconds (it once put the new
+	// Pod 0.06 s before the kill). noticed is an upper bound, the poll that first saw the new Pod.
 	var noticed time.Duration
 	f.WaitFor(t, ns, "a new Pod for "+pod, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var p corev1.Pod
 		err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &p)
 		if err == nil && p.UID != old.UID {
-			noticed = p.CreationTimestamp.Sub(killed)
+			noticed = time.Since(killed)
 			return true, nil
 		}
 		return false, client.IgnoreNotFound(err)
+	})
+	// Ready first: right after the kill, status may still say settled (it did: 0.46 s "repaired").
+	f.WaitFor(t, ns, "the new "+pod+" Ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &p)
+		return err == nil && p.UID != old.UID && framework.PodReady(&p), client.IgnoreNotFound(err)
 	})
 	waitSettled(t, ns, victim, 1, 3*time.Minute)
 	repaired := time.Since(killed)
