@@ -123,7 +123,8 @@ func settled(ns, name string, replicas int32) framework.Condition {
 		case s.ObservedGeneration != ec.Generation:
 			return false, fmt.Errorf("observedGeneration %d of %d", s.ObservedGeneration, ec.Generation)
 		case s.ReadyMembers != replicas || s.UpdatedMembers != replicas || s.Replicas != replicas:
-			return false, fmt.Errorf("ready %d, updated %d, members %d; want %d", s.ReadyMembers, s.UpdatedMembers, s.Replicas, replicas)
+			return false, fmt.Errorf("ready %d, updated %d, members %d; want %d%s", s.ReadyMembers, s.UpdatedMembers,
+				s.Replicas, replicas, unreadyMembers(ctx, ns, ec))
 		case replicas > 0 && !meta.IsStatusConditionTrue(s.Conditions, "Available"):
 			return false, fmt.Errorf("not Available: %s", condition(ec, "Available"))
 		case meta.IsStatusConditionTrue(s.Conditions, "Progressing"):
@@ -133,6 +134,50 @@ func settled(ns, name string, replicas int32) framework.Condition {
 		}
 		return true, nil
 	}
+}
+
+// unreadyMembers names the members status does not count as ready, each with what its Pod shows,
+// so that a wait that times out says whether the kubelet, etcd or the operator held it.
+func unreadyMembers(ctx context.Context, ns string, ec *stewardv1.EtcdCluster) string {
+	pods, _ := f.Pods(ctx, ns, map[string]string{resources.LabelCluster: ec.Name})
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	var out []string
+	for _, m := range ec.Status.Members {
+		if m.Ready {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (%s, updated %t): %s", m.Name, m.Role, m.Updated, podState(byName[m.Name])))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; unready: " + strings.Join(out, "; ")
+}
+
+// podState is a Pod's readiness and its etcd container's restarts and state, in one line.
+func podState(p *corev1.Pod) string {
+	if p == nil {
+		return "no Pod"
+	}
+	s := fmt.Sprintf("Pod ready %t, restarts %d", framework.PodReady(p), restarts(p))
+	if p.DeletionTimestamp != nil {
+		s += ", deleting"
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		switch {
+		case c.State.Waiting != nil:
+			s += fmt.Sprintf(", %s waiting (%s)", c.Name, c.State.Waiting.Reason)
+		case c.State.Running != nil:
+			s += fmt.Sprintf(", %s running since %s", c.Name, c.State.Running.StartedAt.UTC().Format(time.TimeOnly))
+		}
+		if lt := c.LastTerminationState.Terminated; lt != nil {
+			s += fmt.Sprintf(", last ended %s (%s, exit %d)", lt.FinishedAt.UTC().Format(time.TimeOnly), lt.Reason, lt.ExitCode)
+		}
+	}
+	return s
 }
 
 func condition(ec *stewardv1.EtcdCluster, typ string) string {
