@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,14 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	if s.ClusterID == "" && o.clusterID != "" {
 		s.ClusterID = o.clusterID // latched once: a different ID later holds everything (plan.identity)
 	}
-	s.Members = d.Members
+	s.Members = slices.Clone(d.Members)
+	// The plan saw each member's defragmentation record as read before it ran; one this reconcile
+	// wrote shows now, not a reconcile later (by then `kubectl etcd defrag` had already returned).
+	for i := range s.Members {
+		if m := o.members[s.Members[i].Name]; m != nil {
+			s.Members[i].Defragmentation = m.Status.Defragmentation.DeepCopy()
+		}
+	}
 	s.Replicas = int32(len(o.members))
 	s.ReadyMembers = d.ReadyMembers
 	s.UpdatedMembers = d.UpdatedMembers

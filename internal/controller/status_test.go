@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/plan"
 )
 
 func TestImageTag(t *testing.T) {
@@ -41,5 +43,37 @@ func TestVersionCondition(t *testing.T) {
 		if got := versionCondition(ec, c.warning); got.Status != c.want {
 			t.Errorf("image %q warning %q: %s %s, want %s", c.image, c.warning, got.Status, got.Message, c.want)
 		}
+	}
+}
+
+// A defragmentation recorded on its EtcdMember in this reconcile shows in the cluster status this
+// reconcile writes: the plan's member statuses come from the facts read before it ran, and the
+// cluster's status lagged a reconcile behind the member's (`kubectl etcd defrag` returned, and the
+// cluster still showed the previous result).
+func TestSetStatusShowsDefragmentationRecordedThisReconcile(t *testing.T) {
+	old := &stewardv1.DefragmentationResult{Time: metav1.Unix(100, 0), Outcome: stewardv1.DefragmentationSucceeded}
+	recorded := &stewardv1.DefragmentationResult{Time: metav1.Unix(200, 0), Outcome: stewardv1.DefragmentationSucceeded}
+	ec := &stewardv1.EtcdCluster{}
+	o := &observed{members: map[string]*stewardv1.EtcdMember{
+		"db-0": {Status: stewardv1.EtcdMemberStatus{Defragmentation: &stewardv1.MemberDefragmentation{Last: old}}},
+		"db-1": {Status: stewardv1.EtcdMemberStatus{Defragmentation: &stewardv1.MemberDefragmentation{Last: recorded}}},
+	}}
+	d := plan.Decision{Members: []stewardv1.MemberStatus{
+		{Name: "db-0", Defragmentation: &stewardv1.MemberDefragmentation{Last: old}},
+		{Name: "db-1", Defragmentation: &stewardv1.MemberDefragmentation{Last: old}},
+		{Name: "db-2"},
+	}}
+	(&EtcdClusterReconciler{}).setStatus(ec, o, d)
+	for i, want := range []*stewardv1.DefragmentationResult{old, recorded, nil} {
+		var got *stewardv1.DefragmentationResult
+		if dm := ec.Status.Members[i].Defragmentation; dm != nil {
+			got = dm.Last
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: last defragmentation %+v, want %+v", ec.Status.Members[i].Name, got, want)
+		}
+	}
+	if d.Members[1].Defragmentation.Last != old {
+		t.Errorf("the decision's member statuses were changed in place")
 	}
 }

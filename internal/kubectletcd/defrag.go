@@ -92,23 +92,25 @@ func getMember(ctx context.Context, env *Env, cluster, member string) (*stewardv
 	return nil, fmt.Errorf("etcdcluster %q has no member %q", cluster, member)
 }
 
-// waitDefragmented waits until each asked voter's latest defragmentation ended after the request
-// (a failed one counts as an answer: it is printed, and the command fails).
+// waitDefragmented waits until the cluster's status shows each asked voter's latest
+// defragmentation ended after the request (a failed one counts as an answer: it is printed, and
+// the command fails). The cluster's status, not the EtcdMembers': it is what `kubectl get` and
+// `kubectl etcd status` show next, and the command must not return before they say it.
 func waitDefragmented(ctx context.Context, env *Env, name, member string, asked time.Time, timeout time.Duration) error {
 	reported := map[string]bool{}
 	failed := 0
 	err := poll(ctx, timeout, 2*time.Second, func(ctx context.Context) (bool, error) {
-		members, err := listMembers(ctx, env, name)
+		ec, err := getCluster(ctx, env, name)
 		if err != nil {
 			return false, err
 		}
 		done, voters := 0, 0
-		for _, m := range members {
-			if (member != "" && m.Name != member) || m.Status.Role == stewardv1.RoleLearner || m.Status.Phase != stewardv1.MemberRunning {
+		for _, m := range ec.Status.Members {
+			if (member != "" && m.Name != member) || m.Role == "" || m.Role == stewardv1.RoleLearner {
 				continue
 			}
 			voters++
-			d := m.Status.Defragmentation
+			d := m.Defragmentation
 			if d == nil || d.Last == nil || d.Last.Time.Time.Before(asked) {
 				continue
 			}
