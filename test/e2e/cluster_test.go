@@ -157,7 +157,7 @@ func unreadyMembers(ctx context.Context, ns string, ec *stewardv1.EtcdCluster) s
 	return "; unready: " + strings.Join(out, "; ")
 }
 
-// podState is a Pod's readiness and its etcd container's restarts and state, in one line.
+// podState is a Pod's readiness, restarts, and each container's state and last end, in one line.
 func podState(p *corev1.Pod) string {
 	if p == nil {
 		return "no Pod"
