@@ -18,12 +18,17 @@ type Condition func(ctx context.Context) (bool, error)
 
 // WaitFor polls cond until it holds or timeout passes. On timeout it dumps the
 // diagnostics of namespace ns (Pods, events, logs, the operator's logs) and fails the
-// test with the last error seen.
+// test with the last error seen. A wait that took more than half its timeout is logged as
+// SLOW WAIT: the near misses that become flakes on a slower machine, found by grep.
 func (f *Framework) WaitFor(t testing.TB, ns, desc string, timeout time.Duration, cond Condition) {
 	t.Helper()
+	start := time.Now()
 	if err := Poll(context.Background(), timeout, cond); err != nil {
 		f.Dump(t, ns)
 		t.Fatalf("waiting for %s: %v", desc, err)
+	}
+	if took := time.Since(start); took > timeout/2 {
+		t.Logf("SLOW WAIT: %s took %s of its %s", desc, took.Round(time.Millisecond), timeout)
 	}
 }
 
