@@ -189,7 +189,8 @@ func TestCARotation(t *testing.T) {
 				})
 				killOperator(t)
 			}
-			f.WaitFor(t, ns, "rotation r1 finished", 8*time.Minute, func(ctx context.Context) (bool, error) {
+			// Three passes of member restarts and a 90 s grace: 5m04s on a loaded run.
+			f.WaitFor(t, ns, "rotation r1 finished", 12*time.Minute, func(ctx context.Context) (bool, error) {
 				ec, err := get(ctx, ns, "rot")
 				if err != nil || ec.Status.TLS == nil {
 					return false, err
