@@ -86,20 +86,25 @@ func create(t *testing.T, ec *stewardv1.EtcdCluster) {
 // writes status concurrently; spec writes may still conflict on resourceVersion).
 func update(t *testing.T, ns, name string, change func(*stewardv1.EtcdCluster)) {
 	t.Helper()
+	if err := tryUpdate(ns, name, change); err != nil {
+		t.Fatalf("updating %s: %v", name, err)
+	}
+}
+
+// tryUpdate is update for a change admission may refuse: it retries a conflict with the
+// operator's own writes on a fresh read and returns any other error.
+func tryUpdate(ns, name string, change func(*stewardv1.EtcdCluster)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
 		var ec stewardv1.EtcdCluster
 		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ec); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		change(&ec)
 		err := f.Client.Update(ctx, &ec)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil || !strings.Contains(err.Error(), "the object has been modified") {
-			t.Fatalf("updating %s: %v", name, err)
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "the object has been modified") {
+			return err
 		}
 	}
 }

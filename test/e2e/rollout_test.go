@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
@@ -92,14 +91,8 @@ func TestRollVersion(t *testing.T) {
 			}
 			// Admission refuses a downgrade and a skipped minor on a live cluster.
 			for _, bad := range []string{from, "3.9.0"} {
-				var err error
-				for range 5 { // the operator's own status writes make an update conflict; CI saw it
-					ec, _ = get(context.Background(), ns, "web")
-					ec.Spec.Version = bad
-					if err = f.Client.Update(context.Background(), ec); !apierrors.IsConflict(err) {
-						break
-					}
-				}
+				// Conflicts with the operator's status writes are retried (CI saw one).
+				err := tryUpdate(ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = bad })
 				if err == nil || !strings.Contains(err.Error(), "spec.version") {
 					t.Errorf("version %s -> %s was not refused at admission: %v", to, bad, err)
 				}
