@@ -6,8 +6,15 @@ import (
 
 // AnnotationRecoverQuorum on an EtcdCluster asks Steward to recover a cluster that lost quorum:
 // "auto" takes the survivor status.quorumRecovery.plan names, a member name insists on that one.
-// Steward removes the annotation when the recovery ends or is refused (the condition says why).
+// It runs only when etcd's own evidence shows quorum lost (docs/operations.md); Steward removes the
+// annotation, with an Event saying why, when the recovery ends, is refused or is not needed.
 const AnnotationRecoverQuorum = "etcd.steward.dev/recover-quorum"
+
+// AnnotationRecoverQuorumConfirm, set to the cluster's status.clusterID, lets the recover-quorum
+// annotation run a recovery when the evidence is incomplete: the operator cannot reach enough
+// members to prove quorum lost. The human confirms they know what the operator cannot see (the
+// unreachable members are gone for good); the ID makes the confirmation name this very cluster.
+const AnnotationRecoverQuorumConfirm = "etcd.steward.dev/recover-quorum-confirm"
 
 // QuorumLossPolicy is whether Steward recovers a lost quorum on its own.
 // +kubebuilder:validation:Enum=Manual;Automatic
@@ -54,9 +61,14 @@ const (
 
 // QuorumRecoveryStatus is everything about quorum loss and its recovery.
 type QuorumRecoveryStatus struct {
-	// lostSince is when Steward first saw quorum lost; cleared when it returns.
+	// lostSince is since when the running operator (observer) has seen etcd's evidence of quorum
+	// loss without a break; cleared by any evidence of quorum, and when the evidence is incomplete.
 	// +optional
 	LostSince *metav1.Time `json:"lostSince,omitempty"`
+	// observer is the operator process that has watched the loss since lostSince. Automatic counts
+	// only time one process watched: another one (a restart, a new leader) starts the clock again.
+	// +optional
+	Observer string `json:"observer,omitempty"`
 	// plan is what a recovery would do if run now; shown while quorum is lost.
 	// +optional
 	Plan *QuorumRecoveryPlan `json:"plan,omitempty"`
@@ -113,11 +125,32 @@ type QuorumRecoveryProgress struct {
 	// discarded are the members being dropped.
 	// +optional
 	Discarded []string `json:"discarded,omitempty"`
+	// evidence is what etcd showed when the recovery started (why quorum was judged lost).
+	// +optional
+	Evidence string `json:"evidence,omitempty"`
 }
+
+// QuorumRecoveryOutcome is how a recovery ended.
+// +kubebuilder:validation:Enum=Recovered;Aborted
+type QuorumRecoveryOutcome string
+
+const (
+	// RecoveryRecovered: the cluster serves again from the survivor (or the backup).
+	RecoveryRecovered QuorumRecoveryOutcome = "Recovered"
+	// RecoveryAborted: etcd showed quorum again (or the survivor was no longer the most advanced
+	// member) before the survivor was started with --force-new-cluster; nothing more was done.
+	RecoveryAborted QuorumRecoveryOutcome = "Aborted"
+)
 
 // QuorumRecoveryRecord is a finished recovery.
 type QuorumRecoveryRecord struct {
 	Time metav1.Time `json:"time"`
+	// outcome: Recovered, or Aborted (message says on what evidence). Empty in records written
+	// before aborts existed, which were all recoveries.
+	// +optional
+	Outcome QuorumRecoveryOutcome `json:"outcome,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
 	// +optional
 	Survivor string `json:"survivor,omitempty"`
 	// +optional

@@ -36,7 +36,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	orphan := m == nil && a.MemberID != 0 && (a.Kind == plan.RemoveMember || a.Kind == plan.MoveLeader)
 	needMember := a.Kind != plan.AdoptSpec && a.Kind != plan.CreateMember && a.Kind != plan.Nothing && a.Kind != plan.Wait &&
 		a.Kind != plan.Compact && a.Kind != plan.DisarmAlarm && a.Kind != plan.StartRecovery && a.Kind != plan.RecoveryStep &&
-		a.Kind != plan.FinishRecovery
+		a.Kind != plan.FinishRecovery && a.Kind != plan.AbortRecovery
 	if needMember && m == nil && !orphan {
 		return fmt.Errorf("%s: member %q not found", a.Kind, a.Member)
 	}
@@ -44,7 +44,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.defragment(ctx, ec, o, m, a)
 	}
 	switch a.Kind {
-	case plan.StartRecovery, plan.RecoveryStep, plan.DiscardMember, plan.FinishRecovery:
+	case plan.StartRecovery, plan.RecoveryStep, plan.DiscardMember, plan.FinishRecovery, plan.AbortRecovery:
 		return r.applyRecovery(ctx, ec, o, a)
 	}
 	if a.Disruption != nil {

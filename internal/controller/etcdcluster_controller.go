@@ -56,6 +56,10 @@ type EtcdClusterReconciler struct {
 	// Image returns the Steward image, which a restored seed's fetch init container runs.
 	Image func(ctx context.Context) (string, error)
 
+	// observer names this process for the quorum-loss clock (plan.Facts.Observer), made once.
+	observerOnce sync.Once
+	observerID   string
+
 	// certificatesApplied remembers, per cluster UID, when its cert-manager Certificates were
 	// last applied (certificatesRecord); losing it on restart costs one re-apply.
 	certificatesApplied sync.Map
@@ -121,6 +125,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	base := ec.DeepCopy()
 	applyErr := r.apply(ctx, &ec, o, a)
+	if d.DropRecoverAnnotation != "" && applyErr == nil {
+		applyErr = r.dropRecoverAnnotation(ctx, &ec, d.DropRecoverAnnotation)
+	}
 	r.setStatus(&ec, o, d)
 	if err := r.setBackupStatus(ctx, &ec); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)

@@ -80,7 +80,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	}
 
 	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec), ReservedOrdinals: reserved,
-		PodRevision: resources.PodRevision}
+		PodRevision: resources.PodRevision, Observer: r.observer()}
 	for i := range members.Items {
 		m := &members.Items[i]
 		if m.Spec.ClusterName != ec.Name {
@@ -107,6 +107,10 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })
 	f.Etcd = r.etcdFacts(ctx, ec, o)
 	f.EtcdClusterID = o.clusterID
+	if !f.Etcd.MemberListKnown() {
+		// Quorum is in doubt: what the members' nodes say is evidence (internal/evidence).
+		r.nodeFacts(ctx, f.Members, o.pods)
+	}
 	o.facts = f
 	return o, nil
 }
@@ -153,6 +157,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 			continue
 		}
 		out.RestartCount = cs.RestartCount
+		out.ContainerRunning = cs.State.Running != nil
 		out.BackOff = cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
 		if t := cs.LastTerminationState.Terminated; t != nil {
 			out.LastTerminationReason, out.LastTerminatedAt = t.Reason, t.FinishedAt.Time
@@ -244,7 +249,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		eps = append(eps, ep)
 	}
 	for i, s := range c.Statuses(ctx, eps) {
-		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
+		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Err: errText(s.Err), Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
 			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors,
 			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex}
 		if e.Reachable && !s.IsLearner {
@@ -255,6 +260,13 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	}
 	slices.SortFunc(f.Endpoints, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
 	return f
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // now is the reconcile's clock; tests replace Clock.

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -23,14 +24,14 @@ const (
 	AnnotationDiscardedAt = "etcd.steward.dev/discarded-at"
 )
 
-// setRecoveryStatus writes the plan's view of quorum loss (since when, the recovery plan) next to
-// the controller's own records (the recovery in progress, the last one).
+// setRecoveryStatus writes the plan's view of quorum loss (since when, by which operator process,
+// the recovery plan) next to the controller's own records (the recovery in progress, the last one).
 func setRecoveryStatus(s *stewardv1.EtcdClusterStatus, d plan.Decision) {
 	qr := s.QuorumRecovery
 	if qr == nil {
 		qr = &stewardv1.QuorumRecoveryStatus{}
 	}
-	qr.LostSince, qr.Plan = d.LostSince, d.RecoveryPlan
+	qr.LostSince, qr.Observer, qr.Plan = d.LostSince, d.LostObserver, d.RecoveryPlan
 	if qr.LostSince == nil && qr.Plan == nil && qr.InProgress == nil && qr.Last == nil {
 		qr = nil
 	}
@@ -59,19 +60,40 @@ func (r *EtcdClusterReconciler) applyRecovery(ctx context.Context, ec *stewardv1
 		}
 	case plan.DiscardMember:
 		return r.discardMember(ctx, ec, o, a.Member)
-	case plan.FinishRecovery:
+	case plan.FinishRecovery, plan.AbortRecovery:
+		outcome := stewardv1.RecoveryRecovered
+		if a.Kind == plan.AbortRecovery {
+			outcome = stewardv1.RecoveryAborted
+		}
 		if p := qr.InProgress; p != nil {
 			qr.Last = &stewardv1.QuorumRecoveryRecord{Time: metav1.NewTime(r.now()), Survivor: p.Survivor, RestoreFrom: p.RestoreFrom,
-				Revision: p.Revision, Trigger: p.Trigger, Discarded: p.Discarded}
+				Revision: p.Revision, Trigger: p.Trigger, Discarded: p.Discarded, Outcome: outcome, Message: a.Message}
 		}
 		qr.InProgress = nil
-		if _, ok := ec.Annotations[stewardv1.AnnotationRecoverQuorum]; ok {
-			base := ec.DeepCopy()
-			delete(ec.Annotations, stewardv1.AnnotationRecoverQuorum)
-			if err := r.Client.Patch(ctx, ec, client.MergeFrom(base)); err != nil {
-				return err
-			}
-		}
+		return r.dropRecoverAnnotation(ctx, ec, "")
+	}
+	return nil
+}
+
+// dropRecoverAnnotation removes the recover-quorum annotations (the trigger and its confirmation),
+// so a trigger that ended, was refused or was not needed cannot fire on the next blip. why, when
+// set, goes into a Warning Event. The patch goes through a copy: the API server's answer carries
+// the stored status, which must not overwrite what this reconcile is about to write.
+func (r *EtcdClusterReconciler) dropRecoverAnnotation(ctx context.Context, ec *stewardv1.EtcdCluster, why string) error {
+	_, trigger := ec.Annotations[stewardv1.AnnotationRecoverQuorum]
+	_, confirm := ec.Annotations[stewardv1.AnnotationRecoverQuorumConfirm]
+	if !trigger && !confirm {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + stewardv1.AnnotationRecoverQuorum + `":null,"` +
+		stewardv1.AnnotationRecoverQuorumConfirm + `":null}}}`)
+	if err := r.Client.Patch(ctx, ec.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("removing the %s annotation: %w", stewardv1.AnnotationRecoverQuorum, err)
+	}
+	delete(ec.Annotations, stewardv1.AnnotationRecoverQuorum)
+	delete(ec.Annotations, stewardv1.AnnotationRecoverQuorumConfirm)
+	if why != "" {
+		r.event(ec, corev1.EventTypeWarning, "QuorumRecoveryAnnotationRemoved", "%s; the annotation was removed", why)
 	}
 	return nil
 }

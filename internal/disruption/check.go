@@ -94,6 +94,9 @@ type Cluster struct {
 	NeverFormed bool
 	// Recovering: a quorum recovery is in progress (status records it before any Pod is fenced).
 	Recovering bool
+	// QuorumShown: etcd shows quorum (a member answers with a leader, or a linearizable read
+	// succeeds) while the recovery could still be abandoned: fencing would destroy a quorum.
+	QuorumShown bool
 }
 
 // Request names a disruption.
@@ -135,6 +138,9 @@ func Check(c Cluster, r Request) error {
 	case Fence:
 		if !c.Recovering {
 			return refuse(ReasonNoRecovery, r, v.Name, "no quorum recovery is in progress: a Pod is fenced only during one")
+		}
+		if c.QuorumShown {
+			return refuse(ReasonQuorumShown, r, v.Name, "etcd shows quorum again: the recovery is abandoned, not carried on")
 		}
 		return nil
 	case Restart, RestartContainer, Remove, Replace, Defragment:

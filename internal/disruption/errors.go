@@ -22,6 +22,7 @@ const (
 	ReasonNotDormant        Reason = "NotDormant"
 	ReasonNotMember         Reason = "NotAMember"
 	ReasonNoRecovery        Reason = "NoQuorumRecovery"
+	ReasonQuorumShown       Reason = "QuorumShown"
 )
 
 // Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
@@ -74,6 +75,7 @@ var (
 	ErrNotDormant        = &Refusal{Reason: ReasonNotDormant}
 	ErrNotMember         = &Refusal{Reason: ReasonNotMember}
 	ErrNoRecovery        = &Refusal{Reason: ReasonNoRecovery}
+	ErrQuorumShown       = &Refusal{Reason: ReasonQuorumShown}
 )
 
 func refuse(reason Reason, r Request, member, format string, args ...any) *Refusal {

@@ -27,8 +27,9 @@ type Member struct {
 type Endpoint struct {
 	// Member is the EtcdMember name this endpoint belongs to.
 	Member string
-	// Reachable is true when the Status call answered.
+	// Reachable is true when the Status call answered; Err says why it did not.
 	Reachable bool
+	Err       string
 	// Healthy is true when the member answered, knows a leader and reported no error. Alarms do not
 	// count against it: they are cluster-wide facts (Facts.Alarms), not a member being down.
 	Healthy bool

@@ -38,6 +38,7 @@ func withLabels(extra ...string) []string {
 var (
 	Members            = Def{"steward_cluster_members", Gauge, "Members by role (leader, follower, learner, unknown) and readiness.", withLabels("role", "ready")}
 	QuorumHealthy      = Def{"steward_cluster_quorum_healthy", Gauge, "1 while a quorum of voters is healthy (condition Available).", withLabels()}
+	Unreachable        = Def{"steward_cluster_members_unreachable", Gauge, "1 while the operator cannot reach members it needs to judge quorum (condition Available, reason MembersUnreachable): no recovery runs on that.", withLabels()}
 	Leader             = Def{"steward_cluster_leader", Gauge, "1 for the member that leads, as status reports it.", withLabels("member")}
 	LeaderChanges      = Def{"steward_cluster_leader_changes_total", Counter, "Leader changes the operator observed between reconciles.", withLabels()}
 	RolloutPending     = Def{"steward_rollout_pending_members", Gauge, "Outdated members still to roll (status.rollout.pending plus the one rolling).", withLabels()}
@@ -57,7 +58,7 @@ var (
 )
 
 // Catalog is every metric, in the order docs/metrics.md lists them.
-var Catalog = []Def{Members, QuorumHealthy, Leader, LeaderChanges, RolloutPending, StepSeconds, Actions, Disruptions,
+var Catalog = []Def{Members, QuorumHealthy, Unreachable, Leader, LeaderChanges, RolloutPending, StepSeconds, Actions, Disruptions,
 	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady, APIRequests}
 
 // WriteDoc writes docs/metrics.md from the catalog.

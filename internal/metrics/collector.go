@@ -154,6 +154,8 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 			emit(Members, float64(n), rc[0], rc[1])
 		}
 		emit(QuorumHealthy, boolFloat(meta.IsStatusConditionTrue(s.Conditions, "Available")))
+		avail := meta.FindStatusCondition(s.Conditions, "Available")
+		emit(Unreachable, boolFloat(avail != nil && avail.Reason == "MembersUnreachable"))
 		pending := 0
 		if ro := s.Rollout; ro != nil {
 			pending = len(ro.Pending)

@@ -95,6 +95,10 @@ const (
 	// FinishRecovery records status.quorumRecovery.last, clears inProgress and the trigger
 	// annotation.
 	FinishRecovery Kind = "FinishRecovery"
+	// AbortRecovery records status.quorumRecovery.last as Aborted (the message says on what
+	// evidence), clears inProgress and the trigger: etcd showed quorum again, or the survivor was
+	// no longer the most advanced member, before the survivor was started with --force-new-cluster.
+	AbortRecovery Kind = "AbortRecovery"
 	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
 	// member's template.
 	ExpandPVC Kind = "ExpandPVC"

@@ -2,12 +2,12 @@ package plan
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/evidence"
 )
 
 // formed reports whether the cluster ever formed. Only a cluster that never formed may start a seed
@@ -151,17 +151,19 @@ func (v *view) quorumLost() (Action, bool) {
 			return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name), true
 		}
 	}
-	msg := fmt.Sprintf("quorum lost: %d of %d voters healthy", healthy, voters)
-	if !v.f.Etcd.MemberListKnown() {
-		msg = "quorum lost: the member list cannot be read (" + v.f.Etcd.MemberListErr + ")"
+	q := v.quorumEvidence()
+	reason, msg := ReasonQuorumLost, fmt.Sprintf("%d of %d voters healthy; %s", healthy, voters, q.Summary(v.order()))
+	if q.State == evidence.Held || len(q.Unreachable) > 0 {
+		// What the operator cannot reach is not what etcd lost: nothing is done on it.
+		reason = ReasonMembersUnreachable
 	}
-	if down := v.unhealthyNames(); len(down) > 0 {
-		msg += "; unhealthy: " + strings.Join(down, ", ")
+	if !v.f.Etcd.MemberListKnown() {
+		msg += "; the member list cannot be read (" + v.f.Etcd.MemberListErr + ")"
 	}
 	if v.f.memory() {
 		msg += "; memory members that lost their Pod lost their data: restore from a backup if they do not return"
 	}
-	return wait(ReasonQuorumLost, "%s; no membership change until quorum returns", msg), true
+	return wait(reason, "%s; no membership change until the operator sees a quorum", msg), true
 }
 
 // quorum counts healthy voters against the live voter set.
@@ -183,12 +185,3 @@ func (v *view) quorum() (healthy, voters int, ok bool) {
 	return healthy, voters, voters > 0 && healthy >= voters/2+1
 }
 
-func (v *view) unhealthyNames() []string {
-	var out []string
-	for _, m := range v.active() {
-		if !m.healthy() {
-			out = append(out, m.Name)
-		}
-	}
-	return out
-}

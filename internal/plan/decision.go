@@ -95,6 +95,10 @@ const (
 	ReasonQuorumRecovered  Reason = "QuorumRecovered"
 	ReasonRecoveryRefused  Reason = "QuorumRecoveryRefused"
 	ReasonRecoveryIgnored  Reason = "QuorumRecoveryNotNeeded"
+	ReasonRecoveryAborted  Reason = "QuorumRecoveryAborted"
+	// ReasonMembersUnreachable: the operator cannot reach enough members to know whether etcd has
+	// quorum (or etcd shows quorum and the operator reaches too few to act); never a recovery.
+	ReasonMembersUnreachable Reason = "MembersUnreachable"
 	// ReasonDefragSchedule: the defragmentation schedule does not parse.
 	ReasonDefragSchedule Reason = "InvalidDefragmentationSchedule"
 )
@@ -171,9 +175,14 @@ type Decision struct {
 	Step *v1alpha1.StepRecord
 	// DeadlineExceeded is true when the step in progress took longer than progressDeadlineSeconds.
 	DeadlineExceeded bool
-	// LostSince and RecoveryPlan are status.quorumRecovery's while quorum is lost (nil otherwise).
+	// LostSince, LostObserver and RecoveryPlan are status.quorumRecovery's while etcd does not show
+	// quorum (nil otherwise; LostSince only while its evidence shows the loss).
 	LostSince    *metav1.Time
+	LostObserver string
 	RecoveryPlan *v1alpha1.QuorumRecoveryPlan
+	// DropRecoverAnnotation says why the recover-quorum annotation is to be removed (refused or
+	// not needed); the controller removes it with an Event saying so. "" keeps it.
+	DropRecoverAnnotation string
 }
 
 // Condition returns the condition of the given type.

@@ -54,6 +54,10 @@ type Facts struct {
 	// ReservedOrdinals are held by PVCs a quorum recovery detached and kept: no new member takes
 	// them (its PVC name would collide with stale data).
 	ReservedOrdinals []int32
+	// Observer names this operator process (a new one on every start). Status records which process
+	// has watched a quorum loss, so only time the running operator itself saw counts towards
+	// spec.quorumLoss.afterSeconds.
+	Observer string
 	// PodRevision is how this Steward builds member Pods (resources.PodRevision); a Pod built with
 	// an older one is rolled like an outdated template, so an operator upgrade that changes the Pod
 	// (security context, probes, flags) reaches every member one at a time. 0 turns the check off.
@@ -146,6 +150,13 @@ type Pod struct {
 	// Revision is the Pod revision it was built with (its annotation); 0 when it does not say (built
 	// before revisions were recorded).
 	Revision int
+	// ContainerRunning: the kubelet reports the etcd container running.
+	ContainerRunning bool
+	// NodeReady: the Pod's Node is Ready, so what its kubelet reports is current; false when it is
+	// not, or was not read (the node is read only while quorum is in doubt).
+	NodeReady bool
+	// NodeGone: the Pod's Node is deleted or tainted node.kubernetes.io/out-of-service.
+	NodeGone bool
 }
 
 // Resize is what the Pod says of its etcd container's resources.

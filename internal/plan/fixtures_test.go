@@ -72,6 +72,13 @@ func (f *Facts) podGone(name string) {
 	f.silence(name)
 }
 
+// leaderless makes a member answer without a leader and fail linearizable reads: it is cut off
+// from a quorum, or none is left.
+func (f *Facts) leaderless(name string) {
+	e := f.ep(name)
+	e.Healthy, e.LeaderID, e.ReadOK = false, 0, false
+}
+
 func (f *Facts) silence(name string) {
 	e := f.ep(name)
 	*e = health.Endpoint{Member: name}

@@ -379,6 +379,7 @@ func TestPlanRepair(t *testing.T) {
 		{name: "memory quorum lost: no membership change", medium: memory, mutate: func(f *Facts) {
 			f.podGone("c-1")
 			f.podGone("c-2")
+			f.leaderless("c-0")
 			f.Etcd.MemberListErr = "etcdserver: request timed out"
 		}, want: want{kind: Wait, reason: ReasonQuorumLost, message: "backup"}},
 		{name: "pvc quorum lost: recreate the lowest missing Pod", mutate: func(f *Facts) {
@@ -386,10 +387,10 @@ func TestPlanRepair(t *testing.T) {
 			f.podGone("c-2")
 			f.Etcd.MemberListErr = "etcdserver: request timed out"
 		}, want: want{kind: CreatePod, member: "c-1", reason: ReasonPodMissing}},
-		{name: "quorum lost with Pods present: wait and name them", mutate: func(f *Facts) {
+		{name: "members unreachable with Pods present: wait and name them", mutate: func(f *Facts) {
 			f.silence("c-1")
 			f.silence("c-2")
-		}, want: want{kind: Wait, reason: ReasonQuorumLost, message: "c-1, c-2"}},
+		}, want: want{kind: Wait, reason: ReasonMembersUnreachable, message: "c-1, c-2"}},
 		{name: "repair adopts a corrected spec first", mutate: func(f *Facts) {
 			f.podGone("c-1")
 			f.Cluster.Spec.Version = "3.5.18"

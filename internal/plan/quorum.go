@@ -2,14 +2,13 @@ package plan
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/evidence"
 )
 
 // TriggerAutomatic is the recovery trigger recorded for spec.quorumLoss.policy Automatic.
@@ -21,7 +20,9 @@ const defaultRecoveryAfter = 300 * time.Second
 // quorumRecovery runs a quorum-loss recovery (issue 12, after the etcd-io operator's design, made
 // safer): fence every other member, start the survivor once with --force-new-cluster, restart it
 // without the flag, drop the other members (their PVCs kept, detached), and let the cluster regrow
-// through the learner path. Each stage is recorded in status before it acts.
+// through the learner path. Each stage is recorded in status before it acts. It starts only on
+// etcd's own evidence that quorum is lost (internal/evidence); a refused trigger passes to the
+// next steps, which keep recreating Pods on their PVCs (that alone may bring quorum back).
 func (v *view) quorumRecovery() (Action, bool) {
 	if p := v.recoveryInProgress(); p != nil {
 		return v.continueRecovery(p), true
@@ -29,13 +30,14 @@ func (v *view) quorumRecovery() (Action, bool) {
 	if _, _, ok := v.quorum(); ok || !v.formed() {
 		return Action{}, false
 	}
-	trigger := v.recoveryTrigger()
-	if trigger == "" {
+	q := v.quorumEvidence()
+	trigger := v.recoveryTrigger(q)
+	if trigger == "" || v.evidenceRefusal(trigger, q) != "" {
 		return Action{}, false
 	}
 	p := v.recoveryPlan(trigger)
 	if p.Refused != "" {
-		return wait(ReasonRecoveryRefused, "quorum recovery (%s) refused: %s", trigger, p.Refused), true
+		return Action{}, false
 	}
 	from := p.Survivor
 	if p.RestoreFrom != "" {
@@ -43,7 +45,8 @@ func (v *view) quorumRecovery() (Action, bool) {
 	}
 	a := act(StartRecovery, p.Survivor, ReasonRecoveringQuorum, "recovering quorum from %s (%s): %s", from, trigger, p.Loss)
 	a.Recovery = &v1alpha1.QuorumRecoveryProgress{Survivor: p.Survivor, RestoreFrom: p.RestoreFrom, Stage: v1alpha1.RecoveryFencing,
-		Since: metav1.NewTime(v.f.Now), Trigger: trigger, Revision: p.Revision, Discarded: p.Discarded}
+		Since: metav1.NewTime(v.f.Now), Trigger: trigger, Revision: p.Revision, Discarded: p.Discarded,
+		Evidence: q.Summary(v.order())}
 	return a, true
 }
 
@@ -54,34 +57,92 @@ func (v *view) recoveryInProgress() *v1alpha1.QuorumRecoveryProgress {
 	return nil
 }
 
-// recoveryTrigger: the annotation's value, or Automatic once quorum has been lost long enough.
-func (v *view) recoveryTrigger() string {
-	if t := strings.TrimSpace(v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorum]); t != "" {
+func (v *view) recoverAnnotation() string {
+	return strings.TrimSpace(v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorum])
+}
+
+// recoveryTrigger: the annotation's value, or Automatic once the running operator has seen etcd's
+// evidence of loss for afterSeconds without a break. Nothing triggers while etcd shows quorum.
+func (v *view) recoveryTrigger(q evidence.Quorum) string {
+	if q.State == evidence.Held {
+		return ""
+	}
+	if t := v.recoverAnnotation(); t != "" {
 		return t
 	}
-	q := v.f.Cluster.Spec.QuorumLoss
-	if q == nil || q.Policy != v1alpha1.QuorumLossAutomatic {
+	ql := v.f.Cluster.Spec.QuorumLoss
+	if ql == nil || ql.Policy != v1alpha1.QuorumLossAutomatic {
 		return ""
 	}
 	after := defaultRecoveryAfter
-	if q.AfterSeconds != nil {
-		after = time.Duration(*q.AfterSeconds) * time.Second
+	if ql.AfterSeconds != nil {
+		after = time.Duration(*ql.AfterSeconds) * time.Second
 	}
-	if since := v.lostSince(); !since.IsZero() && !v.f.Now.Before(since.Add(after)) {
+	if since, ok := v.lostSince(q); ok && !v.f.Now.Before(since.Add(after)) {
 		return TriggerAutomatic
 	}
 	return ""
 }
 
-// lostSince is when quorum was first seen lost, as status recorded it; zero when not lost.
-func (v *view) lostSince() time.Time {
-	if _, _, ok := v.quorum(); ok {
-		return time.Time{}
+// lostSince is since when this operator process has seen the evidence of loss without a break:
+// status' record when this very process wrote it, now otherwise (a restarted operator, or a new
+// leader, has watched nothing yet). ok is false while the evidence does not show the loss.
+func (v *view) lostSince(q evidence.Quorum) (since time.Time, ok bool) {
+	if q.State != evidence.Lost {
+		return time.Time{}, false
 	}
-	if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.LostSince != nil {
-		return qr.LostSince.Time
+	if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.LostSince != nil && qr.Observer == v.f.Observer {
+		return qr.LostSince.Time, true
 	}
-	return v.f.Now
+	return v.f.Now, true
+}
+
+// evidenceRefusal says why a trigger may not run on this evidence: Automatic needs the loss shown;
+// the annotation needs it shown too, or the human's confirmation naming this cluster's ID.
+func (v *view) evidenceRefusal(trigger string, q evidence.Quorum) string {
+	switch {
+	case q.State == evidence.Lost:
+		return ""
+	case q.State == evidence.Held:
+		return "etcd shows quorum: " + q.Proof
+	case trigger != TriggerAutomatic && v.confirmed():
+		return ""
+	}
+	return fmt.Sprintf("%s; Steward recovers only on etcd's evidence that quorum is lost, never on members it cannot reach. "+
+		"If they are gone for good, confirm with the annotation %s=%s beside %s", q.Summary(v.order()),
+		v1alpha1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), v1alpha1.AnnotationRecoverQuorum)
+}
+
+// confirmed: the human's confirmation names this cluster's etcd ID.
+func (v *view) confirmed() bool {
+	id := v.f.Cluster.Status.ClusterID
+	return id != "" && strings.TrimSpace(v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorumConfirm]) == id
+}
+
+func (v *view) clusterIDOrPlaceholder() string {
+	if id := v.f.Cluster.Status.ClusterID; id != "" {
+		return id
+	}
+	return "<status.clusterID>"
+}
+
+// dropRecoverAnnotation says why the recover-quorum annotation is removed now ("" keeps it): it
+// is refused or not needed, and left in place it would fire on the next blip.
+func (v *view) dropRecoverAnnotation(q evidence.Quorum) string {
+	t := v.recoverAnnotation()
+	if t == "" || v.recoveryInProgress() != nil {
+		return ""
+	}
+	if _, _, ok := v.quorum(); ok || !v.formed() || q.State == evidence.Held {
+		return fmt.Sprintf("%s=%s is not needed: quorum is healthy", v1alpha1.AnnotationRecoverQuorum, t)
+	}
+	if why := v.evidenceRefusal(t, q); why != "" {
+		return fmt.Sprintf("%s=%s is refused: %s", v1alpha1.AnnotationRecoverQuorum, t, why)
+	}
+	if p := v.recoveryPlan(t); p.Refused != "" {
+		return fmt.Sprintf("%s=%s is refused: %s", v1alpha1.AnnotationRecoverQuorum, t, p.Refused)
+	}
+	return ""
 }
 
 // recoveryPlan picks the survivor: a member with data whose etcd answers, the highest raft index
@@ -145,6 +206,11 @@ func (v *view) recoveryPlan(trigger string) v1alpha1.QuorumRecoveryPlan {
 // every member is dropped (PVCs kept, detached) and a new seed is restored from it, with the
 // revision bump of a restore. Without one, nothing can be recovered here.
 func (v *view) restorePlan(why string) v1alpha1.QuorumRecoveryPlan {
+	if held := v.dataHolders(); len(held) > 0 {
+		return v1alpha1.QuorumRecoveryPlan{Discarded: v.names(), Refused: why + "; " + strings.Join(held, ", ") + " keep their PVCs " +
+			"and may hold writes newer than any backup: Steward rebuilds from a backup only when no member has data, and " +
+			"recreates their Pods on their PVCs meanwhile (delete those PVCs to choose the backup)"}
+	}
 	var b *v1alpha1.BackupRef
 	if s := v.f.Cluster.Status.Backup; s != nil {
 		b = s.LastSuccessfulBackup
@@ -163,6 +229,20 @@ func (v *view) restorePlan(why string) v1alpha1.QuorumRecoveryPlan {
 	return p
 }
 
+// dataHolders are the members whose PVC still exists: silent or not, their data may be the newest.
+func (v *view) dataHolders() []string {
+	if v.f.memory() {
+		return nil
+	}
+	var out []string
+	for _, m := range v.active() {
+		if m.PVC.Exists && !m.PVC.Deleting {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
 // canSurvive: a voter (it ran as one) with its data, whose etcd answers.
 func (v *view) canSurvive(m *memberView) bool {
 	return m.Phase == v1alpha1.MemberRunning && !m.Replacing && m.ID != "" && m.Pod.Exists && !m.Pod.Deleting &&
@@ -177,162 +257,35 @@ func (v *view) names() []string {
 	return out
 }
 
-// continueRecovery takes the next step of the recovery in progress.
-func (v *view) continueRecovery(p *v1alpha1.QuorumRecoveryProgress) Action {
-	var s *memberView
-	for _, m := range v.members {
-		if m.Name == p.Survivor {
-			s = m
-		}
-	}
-	if p.RestoreFrom != "" {
-		return v.continueRestore(p)
-	}
-	if s == nil {
-		return wait(ReasonRecoveringQuorum, "quorum recovery: the survivor %s is gone; restore from a backup", p.Survivor)
-	}
-	switch p.Stage {
-	case v1alpha1.RecoveryFencing:
-		return v.fence(p)
-	case v1alpha1.RecoveryForceNewCluster:
-		return v.forceNewCluster(s)
-	case v1alpha1.RecoveryRestarting:
-		return v.restartSurvivor(s)
-	}
-	return v.discard(p)
-}
-
-// fence: every other member's Pod is gone (not terminating) before the survivor forms a new cluster;
-// etcd panics when members of the old cluster are still alive.
-func (v *view) fence(p *v1alpha1.QuorumRecoveryProgress) Action {
-	for _, m := range v.members {
-		if m.Name == p.Survivor || !m.Pod.Exists {
-			continue
-		}
-		if m.Pod.Deleting {
-			return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
-		}
-		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencing, "quorum recovery: fencing %s (deleting its Pod; its PVC stays)", m.Name),
-			disruption.Fence)
-		return a
-	}
-	return recoveryStep(p.Survivor, v1alpha1.RecoveryForceNewCluster, "quorum recovery: every other member is fenced; "+
-		"starting %s with --force-new-cluster", p.Survivor)
-}
-
-// forceNewCluster: the survivor's Pod is recreated, once, with --force-new-cluster; when it serves
-// as the only voter, the next stage restarts it without the flag.
-func (v *view) forceNewCluster(s *memberView) Action {
-	switch {
-	case s.Pod.Exists && s.Pod.Deleting:
-		return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for %s's Pod to stop", s.Name)
-	case s.Pod.Exists && !s.Pod.ForceNewCluster:
-		a, _ := v.disrupt(act(DeletePod, s.Name, ReasonRecoveringQuorum, "quorum recovery: restarting %s to start it with --force-new-cluster", s.Name),
-			disruption.Fence)
-		return a
-	case !s.Pod.Exists:
-		a := act(CreatePod, s.Name, ReasonRecoveringQuorum, "quorum recovery: starting %s with --force-new-cluster", s.Name)
-		a.ForceNewCluster = true
-		return a
-	case v.servesAlone(s):
-		return recoveryStep(s.Name, v1alpha1.RecoveryRestarting, "quorum recovery: %s serves as a one-member cluster; "+
-			"restarting it without --force-new-cluster", s.Name)
-	}
-	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for %s to serve as a one-member cluster", s.Name)
-}
-
-// restartSurvivor: the flag must not stay on the Pod (a container restart would force a new
-// cluster again once members have joined), so the Pod is recreated without it.
-func (v *view) restartSurvivor(s *memberView) Action {
-	switch {
-	case s.Pod.Exists && s.Pod.Deleting:
-		return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for %s's Pod to stop", s.Name)
-	case s.Pod.Exists && s.Pod.ForceNewCluster:
-		a, _ := v.disrupt(act(DeletePod, s.Name, ReasonRecoveringQuorum, "quorum recovery: restarting %s without --force-new-cluster", s.Name),
-			disruption.Fence)
-		return a
-	case !s.Pod.Exists:
-		return act(CreatePod, s.Name, ReasonRecoveringQuorum, "quorum recovery: starting %s without --force-new-cluster", s.Name)
-	case v.servesAlone(s) && s.ep.ReadOK:
-		return recoveryStep(s.Name, v1alpha1.RecoveryDiscarding, "quorum recovery: %s serves; dropping the other members", s.Name)
-	}
-	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for %s to serve again", s.Name)
-}
-
-func (v *view) servesAlone(s *memberView) bool {
-	return s.voter() && v.voterCount() == 1 && s.ep != nil && s.ep.Healthy && len(v.f.Etcd.Members) == 1
-}
-
-// discard drops the other members one by one (their PVCs detached and kept), then finishes.
-func (v *view) discard(p *v1alpha1.QuorumRecoveryProgress) Action {
-	for _, m := range v.members {
-		if slices.Contains(p.Discarded, m.Name) {
-			return act(DiscardMember, m.Name, ReasonRecoveringQuorum, "quorum recovery: dropping %s (its PVC is kept, detached)", m.Name)
-		}
-	}
-	return act(FinishRecovery, p.Survivor, ReasonQuorumRecovered, "quorum recovered from %s; the cluster regrows to %d members",
-		p.Survivor, v.f.replicas())
-}
-
-// continueRestore: fence every member, drop them all, then clear the old cluster's identity so the
-// seed bootstraps anew from the backup (bootstrap, which comes before this step, does that while
-// the cluster has not formed); done once a voter of the new cluster serves.
-func (v *view) continueRestore(p *v1alpha1.QuorumRecoveryProgress) Action {
-	switch p.Stage {
-	case v1alpha1.RecoveryFencing:
-		for _, m := range v.members {
-			if !m.Pod.Exists {
-				continue
-			}
-			if m.Pod.Deleting {
-				return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
-			}
-			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencing, "quorum recovery: fencing %s (deleting its Pod)", m.Name), disruption.Fence)
-			return a
-		}
-		return recoveryStep("", v1alpha1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)
-	case v1alpha1.RecoveryDiscarding:
-		for _, m := range v.members {
-			return act(DiscardMember, m.Name, ReasonRecoveringQuorum, "quorum recovery: dropping %s (its PVC is kept, detached)", m.Name)
-		}
-		return recoveryStep("", v1alpha1.RecoveryReseeding, "quorum recovery: seeding a new cluster from backup %s", p.RestoreFrom)
-	}
-	for _, m := range v.members {
-		if m.voter() && m.healthy() && m.ep.ReadOK {
-			return act(FinishRecovery, m.Name, ReasonQuorumRecovered, "quorum recovered from backup %s; the cluster regrows to %d members",
-				p.RestoreFrom, v.f.replicas())
-		}
-	}
-	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for the seed restored from backup %s to serve", p.RestoreFrom)
-}
-
-func recoveryStep(survivor string, stage v1alpha1.QuorumRecoveryStage, format string, args ...any) Action {
-	a := act(RecoveryStep, survivor, ReasonRecoveringQuorum, format, args...)
-	a.Stage = stage
-	return a
-}
-
 // ConditionQuorumRecovery is True while a quorum recovery runs; otherwise its reason says whether
 // one is possible (the plan), refused, not needed, or done.
 const ConditionQuorumRecovery = "QuorumRecovery"
 
-// recoveryStatus is status.quorumRecovery's lostSince and plan (inProgress and last are the
-// controller's records, kept as they are).
-func (v *view) recoveryStatus() (since *metav1.Time, p *v1alpha1.QuorumRecoveryPlan) {
-	if _, _, ok := v.quorum(); ok || !v.formed() || v.recoveryInProgress() != nil {
-		return nil, nil
+// recoveryStatus is status.quorumRecovery's lostSince, observer and plan (inProgress and last are
+// the controller's records, kept as they are). The plan is shown while etcd does not show quorum,
+// whether or not the evidence is complete enough to run it.
+func (v *view) recoveryStatus(q evidence.Quorum) (since *metav1.Time, observer string, p *v1alpha1.QuorumRecoveryPlan) {
+	if _, _, ok := v.quorum(); ok || !v.formed() || v.recoveryInProgress() != nil || q.State == evidence.Held {
+		return nil, "", nil
 	}
-	t := metav1.NewTime(v.lostSince())
-	trigger := v.recoveryTrigger()
+	if t, ok := v.lostSince(q); ok {
+		since, observer = ptrTime(t), v.f.Observer
+	}
+	trigger := v.recoveryTrigger(q)
 	if trigger == "" {
 		trigger = "auto"
 	}
 	plan := v.recoveryPlan(trigger)
-	return &t, &plan
+	return since, observer, &plan
 }
 
-func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan) metav1.Condition {
-	annotation := v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorum]
+func ptrTime(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t)
+	return &m
+}
+
+func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan, q evidence.Quorum) metav1.Condition {
+	annotation := v.recoverAnnotation()
 	if ip := v.recoveryInProgress(); ip != nil {
 		from := ip.Survivor
 		if ip.RestoreFrom != "" {
@@ -342,29 +295,57 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan) metav1.Conditio
 			from, ip.Trigger, ip.Stage, ip.Since.UTC().Format(time.RFC3339))
 	}
 	if p == nil {
-		if annotation != "" {
-			return cond(ConditionQuorumRecovery, false, ReasonRecoveryIgnored, "%s=%s is ignored: quorum is healthy; remove it",
-				v1alpha1.AnnotationRecoverQuorum, annotation)
+		return v.quorumHealthyCondition(annotation, q)
+	}
+	if annotation != "" {
+		if why := v.evidenceRefusal(annotation, q); why != "" {
+			return cond(ConditionQuorumRecovery, false, ReasonRecoveryRefused, "%s=%s refused: %s", v1alpha1.AnnotationRecoverQuorum, annotation, why)
 		}
-		if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.Last != nil {
-			from := qr.Last.Survivor
-			if qr.Last.RestoreFrom != "" {
-				from = "backup " + qr.Last.RestoreFrom
-			}
-			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecovered, "last recovery %s from %s (revision %d, %s)",
-				qr.Last.Time.UTC().Format(time.RFC3339), from, qr.Last.Revision, qr.Last.Trigger)
-		}
-		return cond(ConditionQuorumRecovery, false, ReasonQuorumHealthy, "quorum is healthy")
+	}
+	what := "survivor " + p.Survivor + ", " + p.Loss
+	switch {
+	case p.Refused != "":
+		what = "none could run now: " + p.Refused
+	case p.RestoreFrom != "":
+		what = p.Loss
+	}
+	if q.State != evidence.Lost {
+		return cond(ConditionQuorumRecovery, false, ReasonMembersUnreachable, "%s; no recovery runs on silence (Automatic waits for "+
+			"evidence); if those members are gone for good, %s=auto and %s=%s run the plan: %s", q.Summary(v.order()),
+			v1alpha1.AnnotationRecoverQuorum, v1alpha1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), what)
 	}
 	if p.Refused != "" {
 		return cond(ConditionQuorumRecovery, false, ReasonRecoveryRefused, "quorum lost; no recovery possible: %s", p.Refused)
 	}
 	how := fmt.Sprintf("set the annotation %s=auto (or =<member>) to run it", v1alpha1.AnnotationRecoverQuorum)
-	if q := v.f.Cluster.Spec.QuorumLoss; q != nil && q.Policy == v1alpha1.QuorumLossAutomatic {
-		how = "spec.quorumLoss.policy Automatic runs it after afterSeconds"
+	if ql := v.f.Cluster.Spec.QuorumLoss; ql != nil && ql.Policy == v1alpha1.QuorumLossAutomatic {
+		how = "spec.quorumLoss.policy Automatic runs it once this operator has seen the loss for afterSeconds"
 	}
-	if p.RestoreFrom != "" {
-		return cond(ConditionQuorumRecovery, false, ReasonQuorumLost, "quorum lost; recovery plan: %s; %s", p.Loss, how)
+	return cond(ConditionQuorumRecovery, false, ReasonQuorumLost, "%s; recovery plan: %s; %s", q.Summary(v.order()), what, how)
+}
+
+// quorumHealthyCondition: no recovery is needed; what the annotation, the evidence and the last
+// recovery say.
+func (v *view) quorumHealthyCondition(annotation string, q evidence.Quorum) metav1.Condition {
+	_, _, ok := v.quorum()
+	switch {
+	case annotation != "":
+		return cond(ConditionQuorumRecovery, false, ReasonRecoveryIgnored, "%s=%s is ignored: quorum is healthy",
+			v1alpha1.AnnotationRecoverQuorum, annotation)
+	case !ok && v.formed() && q.State == evidence.Held:
+		return cond(ConditionQuorumRecovery, false, ReasonMembersUnreachable, "%s; no recovery is needed", q.Summary(v.order()))
 	}
-	return cond(ConditionQuorumRecovery, false, ReasonQuorumLost, "quorum lost; recovery plan: survivor %s, %s; %s", p.Survivor, p.Loss, how)
+	if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.Last != nil {
+		if qr.Last.Outcome == v1alpha1.RecoveryAborted {
+			return cond(ConditionQuorumRecovery, false, ReasonRecoveryAborted, "last recovery aborted %s: %s",
+				qr.Last.Time.UTC().Format(time.RFC3339), qr.Last.Message)
+		}
+		from := qr.Last.Survivor
+		if qr.Last.RestoreFrom != "" {
+			from = "backup " + qr.Last.RestoreFrom
+		}
+		return cond(ConditionQuorumRecovery, false, ReasonQuorumRecovered, "last recovery %s from %s (revision %d, %s)",
+			qr.Last.Time.UTC().Format(time.RFC3339), from, qr.Last.Revision, qr.Last.Trigger)
+	}
+	return cond(ConditionQuorumRecovery, false, ReasonQuorumHealthy, "quorum is healthy")
 }

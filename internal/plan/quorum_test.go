@@ -69,12 +69,6 @@ func TestPlanQuorumRecovery(t *testing.T) {
 			f.m("c-1").Pod, f.m("c-1").PVC = Pod{Exists: true, Phase: "Running"}, PVC{Exists: true}
 			*f.ep("c-1") = health.Endpoint{Member: "c-1", Reachable: true, RaftIndex: 400}
 		}), want: want{kind: StartRecovery, member: "c-1", message: "c-0 (raft index 500) applied more than the survivor"}},
-		{name: "an unknown member is refused", mutate: all(lostQuorum, annotate("c-9")),
-			want: want{kind: Wait, reason: ReasonRecoveryRefused, message: `no member is named "c-9"`}},
-		{name: "a member whose etcd does not answer is refused", mutate: all(lostQuorum, annotate("c-2")),
-			want: want{kind: Wait, reason: ReasonRecoveryRefused, message: "c-2 is not a voter whose etcd answers"}},
-		{name: "no member answers: nothing to recover from", mutate: all(lostQuorum, annotate("auto"), func(f *Facts) { f.silence("c-0") }),
-			want: want{kind: Wait, reason: ReasonRecoveryRefused, message: "no survivor"}},
 		{name: "a healthy cluster ignores the annotation", mutate: annotate("auto"), want: want{kind: Nothing}},
 		{name: "Automatic waits afterSeconds", mutate: all(lostQuorum, automatic(300, 299*time.Second)),
 			want: want{kind: Wait, reason: ReasonQuorumLost}},
@@ -117,16 +111,50 @@ func TestPlanQuorumRecovery(t *testing.T) {
 	}
 }
 
+// A refused trigger is said in the condition and the annotation goes; the plan passes on to the
+// steps that recreate Pods on their PVCs (issue 23: a refusal must not keep them from running).
+func TestQuorumRecoveryRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		medium  v1alpha1.StorageMedium
+		mutate  func(f *Facts)
+		message string
+	}{
+		{name: "an unknown member", mutate: all(lostQuorum, annotate("c-9")), message: `no member is named "c-9"`},
+		{name: "a member whose etcd does not answer", mutate: all(lostQuorum, annotate("c-2")),
+			message: "c-2 is not a voter whose etcd answers"},
+		{name: "no member answers: nothing to recover from", mutate: all(lostQuorum, annotate("auto"), func(f *Facts) { f.silence("c-0") }),
+			message: "no survivor"},
+		{name: "memory without a backup", medium: v1alpha1.StorageMediumMemory, mutate: all(lostQuorum, annotate("auto")),
+			message: "storage is Memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := planFor(t, 3, tt.medium, tt.mutate)
+			checkRefused(t, d, tt.message)
+		})
+	}
+}
+
+// checkRefused: no recovery starts, the condition says why, and the annotation is to be removed.
+func checkRefused(t *testing.T, d Decision, message string) {
+	t.Helper()
+	if d.Action.Kind == StartRecovery {
+		t.Fatalf("a refused trigger started a recovery: %s", d.Action.Message)
+	}
+	if c := d.Condition(ConditionQuorumRecovery); c.Reason != string(ReasonRecoveryRefused) || !strings.Contains(c.Message, message) {
+		t.Errorf("condition %s %q, want %s ~%q", c.Reason, c.Message, ReasonRecoveryRefused, message)
+	}
+	if !strings.Contains(d.DropRecoverAnnotation, message) {
+		t.Errorf("the annotation is kept (drop %q), want it removed saying %q", d.DropRecoverAnnotation, message)
+	}
+}
+
 func automatic(after int32, lost time.Duration) func(f *Facts) {
 	return func(f *Facts) {
 		f.Cluster.Spec.QuorumLoss = &v1alpha1.QuorumLossSpec{Policy: v1alpha1.QuorumLossAutomatic, AfterSeconds: ptr.To(after)}
 		f.Cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{LostSince: ptr.To(metav1.NewTime(f.Now.Add(-lost)))}
 	}
-}
-
-func TestQuorumRecoveryMemoryRefused(t *testing.T) {
-	d := planFor(t, 3, v1alpha1.StorageMediumMemory, all(lostQuorum, annotate("auto")))
-	checkAction(t, d, want{kind: Wait, reason: ReasonRecoveryRefused, message: "storage is Memory"})
 }
 
 func withBackup(f *Facts) {
@@ -136,7 +164,8 @@ func withBackup(f *Facts) {
 
 // No member with data, but a backup: the same trigger rebuilds the cluster from it.
 func TestQuorumRecoveryFromBackup(t *testing.T) {
-	noSurvivor := all(lostQuorum, func(f *Facts) { f.silence("c-0") })
+	// No member with data: c-0's etcd is silent and its PVC is gone too.
+	noSurvivor := all(lostQuorum, func(f *Facts) { f.silence("c-0"); f.m("c-0").PVC = PVC{} })
 	restoring := func(stage v1alpha1.QuorumRecoveryStage) func(f *Facts) {
 		return func(f *Facts) {
 			f.Cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{InProgress: &v1alpha1.QuorumRecoveryProgress{
@@ -149,8 +178,6 @@ func TestQuorumRecoveryFromBackup(t *testing.T) {
 		mutate func(f *Facts)
 		want   want
 	}{
-		{name: "without a backup: refused", mutate: all(noSurvivor, annotate("auto")),
-			want: want{kind: Wait, reason: ReasonRecoveryRefused, message: "has no successful EtcdBackup"}},
 		{name: "with one: the trigger rebuilds from it", mutate: all(noSurvivor, withBackup, annotate("auto")),
 			want: want{kind: StartRecovery, reason: ReasonRecoveringQuorum, message: "from backup nightly-1 (auto): no member with data answers"}},
 		{name: "memory with a backup", medium: v1alpha1.StorageMediumMemory, mutate: all(lostQuorum, withBackup, annotate("auto")),
@@ -179,6 +206,10 @@ func TestQuorumRecoveryFromBackup(t *testing.T) {
 			checkAction(t, planFor(t, 3, tt.medium, tt.mutate), tt.want)
 		})
 	}
+	checkRefused(t, planFor(t, 3, "", all(noSurvivor, annotate("auto"))), "has no successful EtcdBackup")
+	// A member that keeps its PVC may hold newer writes than the backup: no rebuild while it exists.
+	kept := all(lostQuorum, withBackup, func(f *Facts) { f.silence("c-0") })
+	checkRefused(t, planFor(t, 3, "", all(kept, annotate("auto"))), "c-0 keep their PVCs and may hold writes newer than any backup")
 	d := planFor(t, 3, "", all(noSurvivor, withBackup))
 	if p := d.RecoveryPlan; p == nil || p.RestoreFrom != "nightly-1" || p.Revision != 90 || len(p.Discarded) != 3 ||
 		!strings.Contains(p.Loss, "every write after it is lost") {

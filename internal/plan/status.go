@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/evidence"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -45,9 +46,11 @@ func (v *view) fillStatus(d *Decision) {
 	d.Step = v.nextStep(d.Action)
 	d.DeadlineExceeded = v.deadlineExceeded(d.Action, d.Step)
 	d.Rollout = v.rolloutStatus(d)
-	d.LostSince, d.RecoveryPlan = v.recoveryStatus()
-	d.Conditions = []metav1.Condition{v.available(), v.progressing(d), v.degraded(), v.rollingUpdate(d),
-		v.recoveryCondition(d.RecoveryPlan)}
+	q := v.quorumEvidence()
+	d.LostSince, d.LostObserver, d.RecoveryPlan = v.recoveryStatus(q)
+	d.DropRecoverAnnotation = v.dropRecoverAnnotation(q)
+	d.Conditions = []metav1.Condition{v.available(q), v.progressing(d), v.degraded(), v.rollingUpdate(d),
+		v.recoveryCondition(d.RecoveryPlan, q)}
 }
 
 func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
@@ -159,7 +162,7 @@ func cond(t string, ok bool, r Reason, format string, args ...any) metav1.Condit
 	return metav1.Condition{Type: t, Status: s, Reason: string(r), Message: fmt.Sprintf(format, args...)}
 }
 
-func (v *view) available() metav1.Condition {
+func (v *view) available(q evidence.Quorum) metav1.Condition {
 	healthy, voters, ok := v.quorum()
 	switch {
 	case !v.formed():
@@ -171,8 +174,17 @@ func (v *view) available() metav1.Condition {
 			"(see Degraded)", healthy, voters)
 	case ok:
 		return cond(ConditionAvailable, true, ReasonQuorumHealthy, "%d of %d voters healthy", healthy, voters)
+	case q.State == evidence.Held:
+		// etcd serves; the operator only cannot see enough of it.
+		return cond(ConditionAvailable, true, ReasonMembersUnreachable, "%s; the operator sees %d of %d voters healthy",
+			q.Summary(v.order()), healthy, q.Voters)
+	case q.State == evidence.Unknown:
+		c := cond(ConditionAvailable, false, ReasonMembersUnreachable, "%s", q.Summary(v.order()))
+		c.Status = metav1.ConditionUnknown
+		return c
 	case !v.f.Etcd.MemberListKnown():
-		return cond(ConditionAvailable, false, ReasonQuorumLost, "the member list cannot be read: %s", v.f.Etcd.MemberListErr)
+		return cond(ConditionAvailable, false, ReasonQuorumLost, "%s; the member list cannot be read: %s", q.Summary(v.order()),
+			v.f.Etcd.MemberListErr)
 	}
 	return cond(ConditionAvailable, false, ReasonQuorumLost, "%d of %d voters healthy, below quorum %d", healthy, voters, voters/2+1)
 }
@@ -196,6 +208,7 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 
 // stalled are waits that only the user or the outside world can end: nothing is progressing.
 var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true,
+	ReasonMembersUnreachable:  true,
 	ReasonPodStuckTerminating: true, ReasonWrongCluster: true, ReasonTLSClients: true}
 
 // degraded names every member that is not a healthy voter, and why.

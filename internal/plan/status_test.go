@@ -48,14 +48,27 @@ func TestConditions(t *testing.T) {
 		{name: "quorum lost", medium: memory, mutate: func(f *Facts) {
 			f.podGone("c-1")
 			f.podGone("c-2")
+			f.leaderless("c-0")
 			f.Etcd.MemberListErr = "timeout"
 		}, want: []condWant{
 			{ConditionAvailable, "False", ReasonQuorumLost, "timeout"},
-			{ConditionDegraded, "True", ReasonPodMissing, "c-1: Pod missing; c-2: Pod missing"},
+			{ConditionDegraded, "True", ReasonMemberUnhealthy, "c-0: etcd endpoint unhealthy; c-1: Pod missing; c-2: Pod missing"},
 			{ConditionProgressing, "False", ReasonQuorumLost, "no membership change"},
 		}},
-		{name: "quorum lost with a readable list", mutate: func(f *Facts) { f.silence("c-1"); f.silence("c-2") },
-			want: []condWant{{ConditionAvailable, "False", ReasonQuorumLost, "1 of 3 voters healthy, below quorum 2"}}},
+		// The operator reaches one member of three, which still has a leader: etcd serves, the
+		// operator only cannot see it (issue 23: its reachability is not etcd's quorum).
+		{name: "the operator reaches one member, which has a leader", mutate: func(f *Facts) { f.silence("c-1"); f.silence("c-2") },
+			want: []condWant{{ConditionAvailable, "True", ReasonMembersUnreachable, "etcd shows quorum: c-0 serves a linearizable read; " +
+				"the operator cannot reach c-1, c-2 (no answer); the operator sees 1 of 3 voters healthy"},
+				{ConditionQuorumRecovery, "False", ReasonMembersUnreachable, "no recovery is needed"}}},
+		{name: "the operator reaches one leaderless member: quorum unknown", mutate: func(f *Facts) {
+			f.silence("c-1")
+			f.silence("c-2")
+			f.leaderless("c-0")
+			f.Etcd.MemberListErr = "context deadline exceeded"
+		}, want: []condWant{{ConditionAvailable, "Unknown", ReasonMembersUnreachable, "quorum unknown: 1 of 3 voters"},
+			{ConditionProgressing, "False", ReasonMembersUnreachable, "cannot reach c-1, c-2"},
+			{ConditionQuorumRecovery, "False", ReasonMembersUnreachable, "no recovery runs on silence"}}},
 		{name: "OOM-killed", mutate: func(f *Facts) {
 			f.crashing("c-2", 9, "OOMKilled")
 		}, want: []condWant{{ConditionDegraded, "True", ReasonOOMKilled, "resources.limits.memory"}}},

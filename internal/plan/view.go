@@ -225,6 +225,7 @@ func (v *view) disruptionView() disruption.Cluster {
 		NeverFormed:     !v.formed(),
 	}
 	c.Recovering = v.recoveryInProgress() != nil
+	c.QuorumShown = v.quorumShown()
 	for _, m := range v.members {
 		c.Members = append(c.Members, disruption.Member{
 			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
