@@ -184,4 +184,3 @@ func (v *view) quorum() (healthy, voters int, ok bool) {
 	}
 	return healthy, voters, voters > 0 && healthy >= voters/2+1
 }
-
