@@ -101,8 +101,11 @@ func requireQuorum(ec *stewardv1.EtcdCluster) error {
 		return nil
 	}
 	hint := ""
-	if c.Reason == "QuorumLost" {
+	switch c.Reason {
+	case "QuorumLost":
 		hint = fmt.Sprintf("; see `kubectl etcd recover-quorum %s --dry-run`", ec.Name)
+	case "MembersUnreachable":
+		hint = "; the operator cannot reach members, which may still serve: check the path between them (docs/runbooks.md#stewardetcdmembersunreachable)"
 	}
 	return fmt.Errorf("%w: etcdcluster %q is not available (%s: %s)%s", errNoQuorum, ec.Name, c.Reason, c.Message, hint)
 }

@@ -50,6 +50,10 @@ func RenderStatus(w io.Writer, s Status, now time.Time) error {
 	if s.QuorumLost {
 		line("QUORUM LOST", "etcd cannot take writes; commands that reach etcd will refuse; see the recovery plan below")
 	}
+	if s.MembersUnreachable {
+		line("MEMBERS UNREACHABLE", "the operator cannot reach members (see Available); etcd may still serve its clients; "+
+			"no recovery runs on that alone")
+	}
 	line("Members", "%d/%d ready, %d/%d updated, %d desired (template %s)", s.ReadyMembers, s.Replicas, s.UpdatedMembers,
 		s.Replicas, s.Desired, or(s.Template, "-"))
 	line("Leader", "%s", or(s.Leader, "none"))

@@ -88,7 +88,7 @@ func RestoreCluster(b *stewardv1.EtcdBackup, src *stewardv1.EtcdCluster, srcExis
 }
 
 func newRecoverQuorumCommand(get envFunc) *cobra.Command {
-	var dryRun bool
+	var dryRun, confirmGone bool
 	var survivor string
 	cmd := &cobra.Command{
 		Use:   "recover-quorum CLUSTER --dry-run",
@@ -96,7 +96,10 @@ func newRecoverQuorumCommand(get envFunc) *cobra.Command {
 		Long: `recover-quorum prints status.quorumRecovery: the survivor the operator would restart alone with
 --force-new-cluster, the members it would discard (their PVCs kept) and what would be lost. Without
 --dry-run it sets the annotation etcd.steward.dev/recover-quorum (auto, or --survivor MEMBER) and the
-operator runs the recovery (docs/operations.md); it refuses while quorum holds.`,
+operator runs the recovery (docs/operations.md); it refuses while quorum holds. When the operator
+cannot reach enough members to prove quorum lost, the operator runs no recovery unless you confirm
+that the members it cannot reach are gone for good: --confirm-unreachable-gone adds
+etcd.steward.dev/recover-quorum-confirm with the cluster's ID.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env, err := get(cmd)
@@ -108,7 +111,7 @@ operator runs the recovery (docs/operations.md); it refuses while quorum holds.`
 			if err != nil {
 				return err
 			}
-			if !s.QuorumLost && (s.Quorum == nil || s.Quorum.InProgress == nil) {
+			if !s.QuorumLost && !(s.MembersUnreachable && s.Available != "True") && (s.Quorum == nil || s.Quorum.InProgress == nil) {
 				_, err := fmt.Fprintf(env.Out, "etcdcluster %q has quorum (Available=%s): there is nothing to recover\n", ec.Name, s.Available)
 				return err
 			}
@@ -124,8 +127,15 @@ operator runs the recovery (docs/operations.md); it refuses while quorum holds.`
 				return fmt.Errorf("the operator's plan is refused; nothing requested")
 			}
 			value := or(survivor, "auto")
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-				stewardv1.AnnotationRecoverQuorum: value}}})
+			annotations := map[string]string{stewardv1.AnnotationRecoverQuorum: value}
+			if s.MembersUnreachable {
+				if !confirmGone {
+					return fmt.Errorf("the operator cannot reach enough members to know whether etcd lost quorum, and runs no " +
+						"recovery on silence; if the members it cannot reach are gone for good, run again with --confirm-unreachable-gone")
+				}
+				annotations[stewardv1.AnnotationRecoverQuorumConfirm] = ec.Status.ClusterID
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 			if err := env.Client.Patch(ctx, ec, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				return apiError(err, "patch", "etcdclusters", env.Namespace, ec.Name)
 			}
@@ -135,5 +145,7 @@ operator runs the recovery (docs/operations.md); it refuses while quorum holds.`
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show what the recovery would do")
 	cmd.Flags().StringVar(&survivor, "survivor", "", "insist on this member instead of the plan's survivor")
+	cmd.Flags().BoolVar(&confirmGone, "confirm-unreachable-gone", false,
+		"confirm that the members the operator cannot reach are gone for good (needed when etcd's evidence is incomplete)")
 	return cmd
 }

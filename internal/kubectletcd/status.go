@@ -30,6 +30,7 @@ func BuildStatus(ec *stewardv1.EtcdCluster, members []stewardv1.EtcdMember, back
 	if c := findCondition(st.Conditions, "Available"); c != nil {
 		s.Available = string(c.Status)
 		s.QuorumLost = c.Reason == "QuorumLost"
+		s.MembersUnreachable = c.Reason == "MembersUnreachable"
 	}
 	for _, c := range st.Conditions {
 		s.Conds = append(s.Conds, conditionView(c))
@@ -68,7 +69,7 @@ func BuildStatus(ec *stewardv1.EtcdCluster, members []stewardv1.EtcdMember, back
 	}
 	s.TLS = tlsView(ec)
 	s.Backup = backupView(st.Backup, backups)
-	if q := st.QuorumRecovery; q != nil || s.QuorumLost {
+	if q := st.QuorumRecovery; q != nil || s.QuorumLost || s.MembersUnreachable {
 		qv := &QuorumView{Policy: stewardv1.QuorumLossManual, Requested: ec.Annotations[stewardv1.AnnotationRecoverQuorum]}
 		if ec.Spec.QuorumLoss != nil && ec.Spec.QuorumLoss.Policy != "" {
 			qv.Policy = ec.Spec.QuorumLoss.Policy

@@ -113,6 +113,38 @@ func TestStatusQuorumLost(t *testing.T) {
 	}
 }
 
+// The operator cannot reach two members: status says so, and recover-quorum asks for the human's
+// confirmation before it sets the annotation, then names the cluster ID in it.
+func TestRecoverQuorumMembersUnreachable(t *testing.T) {
+	ec := quorumLost()
+	ec.Status.Conditions[0] = metav1.Condition{Type: "Available", Status: metav1.ConditionUnknown, Reason: "MembersUnreachable",
+		Message:            "quorum unknown: 1 of 3 voters show they cannot take part in one; the operator cannot reach demo-1, demo-2 (timeout)",
+		LastTransitionTime: at(-time.Minute)}
+	ec.Status.QuorumRecovery.LostSince, ec.Status.QuorumRecovery.Plan.RaftIndex = nil, 0
+	h := newHarness(t, nil, append([]client.Object{ec}, allFixtures()[1:]...)...)
+	if err := h.run(t, "status", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.out.String(), "MEMBERS UNREACHABLE") {
+		t.Errorf("status does not say the members are unreachable:\n%s", h.out.String())
+	}
+	err := h.run(t, "recover-quorum", "demo")
+	if err == nil || !strings.Contains(err.Error(), "--confirm-unreachable-gone") {
+		t.Fatalf("recover-quorum without confirmation: %v", err)
+	}
+	if len(h.patches) != 0 {
+		t.Fatalf("patched without confirmation: %q", h.patches)
+	}
+	if err := h.run(t, "recover-quorum", "demo", "--confirm-unreachable-gone"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := getCluster(context.Background(), h.env, "demo")
+	if got.Annotations[stewardv1.AnnotationRecoverQuorum] != "auto" ||
+		got.Annotations[stewardv1.AnnotationRecoverQuorumConfirm] != ec.Status.ClusterID || ec.Status.ClusterID == "" {
+		t.Fatalf("annotations %v, want auto confirmed with cluster ID %q", got.Annotations, ec.Status.ClusterID)
+	}
+}
+
 func TestNotFound(t *testing.T) {
 	h := newHarness(t, nil, allFixtures()...)
 	for _, cmd := range []string{"status", "pause", "resume", "defrag", "backup", "move-leader", "report", "recover-quorum"} {

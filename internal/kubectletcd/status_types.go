@@ -19,7 +19,10 @@ type Status struct {
 	// Available: "True" while a quorum of voters is healthy.
 	Available  string `json:"available"`
 	QuorumLost bool   `json:"quorumLost"`
-	Desired    int32  `json:"desired"`
+	// MembersUnreachable: the operator cannot reach enough members to know whether etcd has
+	// quorum (Available reason MembersUnreachable); no recovery runs on that alone.
+	MembersUnreachable bool  `json:"membersUnreachable,omitempty"`
+	Desired            int32 `json:"desired"`
 	// Replicas counts the members that exist now.
 	Replicas       int32 `json:"replicas"`
 	ReadyMembers   int32 `json:"readyMembers"`
