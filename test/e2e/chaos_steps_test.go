@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -165,10 +167,18 @@ func (c *campaign) inject(s chaos.Step) (bool, string) {
 		if err != nil {
 			return false, err.Error()
 		}
+		// Every other injection cuts the operator from a majority only (the highest ordinals), so
+		// the member it still reaches answers with a leader; the rest from every member. Chosen by
+		// step number, not the seed's random stream, so each seed's sequence stays as it was.
+		pods := memberPods(c.t, c.ns, c.name)
+		names := slices.Sorted(maps.Keys(pods))
+		if s.N%2 == 1 && len(names) > 2 {
+			names = names[len(names)-(len(names)/2+1):]
+		}
 		var ips []string
-		for _, p := range memberPods(c.t, c.ns, c.name) {
-			if p.Status.PodIP != "" {
-				ips = append(ips, p.Status.PodIP)
+		for _, n := range names {
+			if ip := pods[n].Status.PodIP; ip != "" {
+				ips = append(ips, ip)
 			}
 		}
 		cut, err := partitionFrom(op, "manager", ips)

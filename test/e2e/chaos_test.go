@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"k8s.io/utils/ptr"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/failpoint"
 	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
@@ -115,11 +117,20 @@ type campaign struct {
 	mu         sync.Mutex
 	windows    []chaos.Window
 	violations []chaos.Violation
+	// recoveryReported: InvNoRecovery was reported once (status keeps saying so while it runs).
+	recoveryReported bool
 }
 
 func runCampaign(t *testing.T, seed uint64, duration time.Duration) {
 	const name = "chaos"
-	ns := settledCluster(t, name, 3, "", shortDropGrace)
+	// Seeds 1, 5, 9, ... run with Automatic quorum-loss recovery after its shortest delay: the
+	// faults never destroy a majority, so one that fires acted on a guess (InvNoRecovery).
+	automatic := func(ec *stewardv1.EtcdCluster) {
+		if seed%4 == 1 {
+			ec.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptr.To[int32](30)}
+		}
+	}
+	ns := settledCluster(t, name, 3, "", shortDropGrace, automatic)
 	c := &campaign{t: t, ns: ns, name: name}
 	c.replicas.Store(3)
 	report := chaos.Report{Seed: seed, Cluster: ns + "/" + name, Started: time.Now()}
@@ -222,7 +233,15 @@ func (c *campaign) checkHonest() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ec, err := get(ctx, c.ns, c.name)
-	if err != nil || ec.Spec.Options.SnapshotCount == nil {
+	if err != nil {
+		return
+	}
+	if qr := ec.Status.QuorumRecovery; qr != nil && qr.InProgress != nil && !c.recoveryReported {
+		c.recoveryReported = true
+		c.violate(chaos.InvNoRecovery, fmt.Sprintf("a quorum recovery started (%s, survivor %q): %s",
+			qr.InProgress.Trigger, qr.InProgress.Survivor, qr.InProgress.Evidence))
+	}
+	if ec.Spec.Options.SnapshotCount == nil {
 		return
 	}
 	if ok, _ := settled(c.ns, c.name, c.replicas.Load())(ctx); !ok {
