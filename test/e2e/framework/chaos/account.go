@@ -35,16 +35,16 @@ type Violation struct {
 }
 
 const (
-	InvOneDisruption  = "at most one member disrupted by Steward"
-	InvQuorum         = "no quorum loss caused by Steward"
-	InvFixBefore      = "no disruption while another member is down from a fault"
-	InvLinearizable   = "history linearizable"
-	InvNoLostWrites   = "0 acknowledged writes lost"
-	InvHonestStatus   = "status never done while a member is outdated"
-	InvConverges      = "converges to the spec after the faults stop"
+	InvOneDisruption = "at most one member disrupted by Steward"
+	InvQuorum        = "no quorum loss caused by Steward"
+	InvFixBefore     = "no disruption while another member is down from a fault"
+	InvLinearizable  = "history linearizable"
+	InvNoLostWrites  = "0 acknowledged writes lost"
+	InvHonestStatus  = "status never done while a member is outdated"
+	InvConverges     = "converges to the spec after the faults stop"
 	// InvNoRecovery: the campaign never destroys a majority's data, so a quorum recovery that
 	// starts is one started while etcd had quorum (issue 23).
-	InvNoRecovery = "no quorum recovery while etcd has quorum"
+	InvNoRecovery     = "no quorum recovery while etcd has quorum"
 	attributionWindow = 10 * time.Second
 	// gateGrace: Steward decides from reads a moment old; a disruption it started within this
 	// much of a fault's start was decided before it could see the fault.
