@@ -66,6 +66,9 @@ type Facts struct {
 	Endpoints     []Endpoint
 	// Alarms are the cluster's active alarms, as the endpoints that answered reported them.
 	Alarms []Alarm
+	// Hashes are the voters' HashKV answers at one common revision, read only while a CORRUPT alarm
+	// is active (hashing the whole keyspace is expensive): the evidence of which copy is wrong.
+	Hashes []MemberHash
 }
 
 // Alarm is an active etcd alarm. etcd replicates alarms through raft: one raised by a member is in
