@@ -104,19 +104,6 @@ func (f Facts) OnlyAlarm(typ string) bool {
 	return len(f.Alarms) > 0
 }
 
-// corruptOnlyOn: every active alarm is CORRUPT raised on member id (non-zero).
-func corruptOnlyOn(f Facts, id uint64) bool {
-	if id == 0 || len(f.Alarms) == 0 {
-		return false
-	}
-	for _, a := range f.Alarms {
-		if a.Type != AlarmCorrupt || a.MemberID != id {
-			return false
-		}
-	}
-	return true
-}
-
 // MemberListKnown reports whether the live member list was read.
 func (f Facts) MemberListKnown() bool { return f.MemberListErr == "" }
 
