@@ -207,7 +207,7 @@ func (r *EtcdClusterReconciler) resizable(ctx context.Context, kube client.Reade
 }
 
 // etcdFacts reads the member list and every member's status, and a linearizable read through each
-// voter. Failures are facts (the plan decides what they mean), never reconcile errors.
+// voter; under a CORRUPT alarm, every voter's hash too. Failures are facts (the plan decides what they mean), never reconcile errors.
 func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) health.Facts {
 	var f health.Facts
 	if len(o.endpoints) == 0 {
@@ -259,6 +259,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		f.Alarms = addAlarms(f.Alarms, s.Alarms)
 	}
 	slices.SortFunc(f.Endpoints, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
+	f.Hashes = corruptionHashes(ctx, c, f, o.endpoints)
 	return f
 }
 

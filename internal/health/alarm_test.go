@@ -42,19 +42,21 @@ func TestGateAllowNoSpace(t *testing.T) {
 	}
 }
 
-// Replacing a member etcd found corrupt: the gate lets that member's CORRUPT alarm pass, and
-// nothing else.
-func TestGateAllowCorruptOn(t *testing.T) {
+// Replacing a member the hashes put in the minority: the gate lets CORRUPT pass whichever member
+// it names (0 included: the compaction check's "no majority"), and no other alarm beside it.
+func TestGateAllowCorrupt(t *testing.T) {
 	f, voters := healthy(3)
-	f.Alarms = []Alarm{{2, AlarmCorrupt}}
-	if r := Gate(f, Expectation{Voters: voters, AllowCorruptOn: 2}); !r.Passed() {
-		t.Errorf("CORRUPT on the member being replaced: %v", r)
-	}
-	if r := Gate(f, Expectation{Voters: voters, AllowCorruptOn: 3}); r.Check != CheckAlarm {
-		t.Errorf("CORRUPT on another member: %v", r)
+	for _, id := range []uint64{2, 3, 0} {
+		f.Alarms = []Alarm{{id, AlarmCorrupt}}
+		if r := Gate(f, Expectation{Voters: voters, AllowCorrupt: true}); !r.Passed() {
+			t.Errorf("CORRUPT naming %x: %v", id, r)
+		}
+		if r := Gate(f, Expectation{Voters: voters}); r.Check != CheckAlarm {
+			t.Errorf("CORRUPT naming %x without AllowCorrupt: %v", id, r)
+		}
 	}
 	f.Alarms = append(f.Alarms, Alarm{2, AlarmNoSpace})
-	if r := Gate(f, Expectation{Voters: voters, AllowCorruptOn: 2}); r.Check != CheckAlarm {
+	if r := Gate(f, Expectation{Voters: voters, AllowCorrupt: true}); r.Check != CheckAlarm {
 		t.Errorf("NOSPACE as well: %v", r)
 	}
 }

@@ -67,6 +67,9 @@ type Facts struct {
 	Endpoints     []Endpoint
 	// Alarms are the cluster's active alarms, as the endpoints that answered reported them.
 	Alarms []Alarm
+	// Hashes are the voters' HashKV answers at one common revision, read only while a CORRUPT alarm
+	// is active (hashing the whole keyspace is expensive): the evidence of which copy is wrong.
+	Hashes []MemberHash
 }
 
 // Alarm is an active etcd alarm. etcd replicates alarms through raft: one raised by a member is in
@@ -100,19 +103,6 @@ func (f Facts) OnlyAlarm(typ string) bool {
 		}
 	}
 	return len(f.Alarms) > 0
-}
-
-// corruptOnlyOn: every active alarm is CORRUPT raised on member id (non-zero).
-func corruptOnlyOn(f Facts, id uint64) bool {
-	if id == 0 || len(f.Alarms) == 0 {
-		return false
-	}
-	for _, a := range f.Alarms {
-		if a.Type != AlarmCorrupt || a.MemberID != id {
-			return false
-		}
-	}
-	return true
 }
 
 // MemberListKnown reports whether the live member list was read.

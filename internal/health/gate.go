@@ -55,9 +55,10 @@ type Expectation struct {
 	// AllowNoSpace lets the gate pass while NOSPACE is the only alarm: the defragmentations that
 	// recover from it are themselves gated, one member at a time.
 	AllowNoSpace bool
-	// AllowCorruptOn lets the gate pass a CORRUPT alarm raised on this member ID alone: the member
-	// about to be replaced for it.
-	AllowCorruptOn uint64
+	// AllowCorrupt lets the gate pass while CORRUPT is the only alarm, whichever member it names:
+	// the member about to be replaced for it is chosen by the voters' hashes, not by the alarm
+	// (etcd's leader-side check names a healthy follower when the leader is the corrupt one).
+	AllowCorrupt bool
 }
 
 // Result is the gate's verdict: the first failing check, or none.
@@ -104,7 +105,7 @@ func Gate(f Facts, e Expectation) Result {
 	}
 	// An alarm is cluster-wide (replicated), so the victim's own counts too: a cluster refusing
 	// writes must not also lose a member; the user recovers it first (compact, defragment, disarm).
-	if len(f.Alarms) > 0 && !(e.AllowNoSpace && f.OnlyAlarm(AlarmNoSpace)) && !corruptOnlyOn(f, e.AllowCorruptOn) {
+	if len(f.Alarms) > 0 && !(e.AllowNoSpace && f.OnlyAlarm(AlarmNoSpace)) && !(e.AllowCorrupt && f.OnlyAlarm(AlarmCorrupt)) {
 		return fail(CheckAlarm, "", "%s", f.AlarmMessage())
 	}
 	judged := judgedVoters(e)

@@ -84,7 +84,7 @@ func TestPlanNoSpace(t *testing.T) {
 		}), want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "NOSPACE alarm raised"}},
 		{name: "CORRUPT as well: nothing is compacted or disarmed", mutate: all(full, func(f *Facts) {
 			f.Etcd.Alarms = append(f.Etcd.Alarms, health.Alarm{MemberID: f.live("c-2").ID, Type: health.AlarmCorrupt})
-		}), want: want{kind: Wait, reason: ReasonCorruptManual, message: "while other alarms stand"}},
+		}, hashes("c-0=a", "c-1=a", "c-2=b")), want: want{kind: Wait, reason: ReasonCorruptManual, message: "while other alarms stand"}},
 		{name: "a member down is repaired first", mutate: all(full, func(f *Facts) { f.podGone("c-2") }),
 			want: want{kind: CreatePod, member: "c-2"}},
 		{name: "a member that does not answer holds the recovery", mutate: all(full, func(f *Facts) { f.silence("c-2") }),

@@ -49,7 +49,7 @@ func (v *view) fillStatus(d *Decision) {
 	q := v.quorumEvidence()
 	d.LostSince, d.LostObserver, d.RecoveryPlan = v.recoveryStatus(q)
 	d.DropRecoverAnnotation = v.dropRecoverAnnotation(q)
-	d.Conditions = []metav1.Condition{v.available(q), v.progressing(d), v.degraded(), v.rollingUpdate(d),
+	d.Conditions = []metav1.Condition{v.available(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d),
 		v.recoveryCondition(d.RecoveryPlan, q)}
 }
 
@@ -208,11 +208,11 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 
 // stalled are waits that only the user or the outside world can end: nothing is progressing.
 var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true,
-	ReasonMembersUnreachable:  true,
-	ReasonPodStuckTerminating: true, ReasonWrongCluster: true, ReasonTLSClients: true}
+	ReasonMembersUnreachable: true, ReasonPodStuckTerminating: true, ReasonWrongCluster: true, ReasonTLSClients: true,
+	ReasonCorruptManual: true}
 
 // degraded names every member that is not a healthy voter, and why.
-func (v *view) degraded() metav1.Condition {
+func (v *view) degraded(d *Decision) metav1.Condition {
 	if v.f.replicas() == 0 || !v.formed() {
 		return cond(ConditionDegraded, false, ReasonAllHealthy, "no member is expected to run")
 	}
@@ -227,6 +227,11 @@ func (v *view) degraded() metav1.Condition {
 	// An alarm first: it is why the cluster refuses writes, while its members are not down.
 	if alarm := v.f.Etcd.AlarmMessage(); alarm != "" {
 		reason, msgs = ReasonAlarm, []string{alarm}
+	}
+	// A CORRUPT alarm Steward cannot resolve from the hashes is the worst state short of quorum loss
+	// (writes refused until a human picks the right copy): its reason leads, with the evidence.
+	if d.Action.Reason == ReasonCorruptManual {
+		reason, msgs = ReasonCorruptManual, append(msgs, d.Action.Message)
 	}
 	for _, m := range v.active() {
 		switch {

@@ -306,7 +306,8 @@ func (v *view) gateRunning() health.Result {
 // leadershipTarget picks who takes over from a leader about to be disrupted: a healthy voter that is
 // kept, preferring one already on the target template, then the lowest ordinal (the highest go first
 // on scale-in, so the lowest is least likely to be disrupted next).
-func (v *view) leadershipTarget(from *memberView) *memberView {
+// Only members allow accepts are considered (nil: every one).
+func (v *view) leadershipTarget(from *memberView, allow func(*memberView) bool) *memberView {
 	var best *memberView
 	score := func(m *memberView) int {
 		s := 0
@@ -319,7 +320,7 @@ func (v *view) leadershipTarget(from *memberView) *memberView {
 		return s
 	}
 	for _, m := range v.members {
-		if m == from || !m.available() {
+		if m == from || !m.available() || (allow != nil && !allow(m)) {
 			continue
 		}
 		if best == nil || score(m) > score(best) {
@@ -331,7 +332,13 @@ func (v *view) leadershipTarget(from *memberView) *memberView {
 
 // moveLeader hands leadership away from m before it is disrupted (invariant 2).
 func (v *view) moveLeader(m *memberView, why string) Action {
-	t := v.leadershipTarget(m)
+	return v.moveLeaderAmong(m, why, nil)
+}
+
+// moveLeaderAmong is moveLeader to a member allow accepts: a corrupt leader must not hand over to
+// another member whose copy is wrong.
+func (v *view) moveLeaderAmong(m *memberView, why string, allow func(*memberView) bool) Action {
+	t := v.leadershipTarget(m, allow)
 	if t == nil {
 		return wait(ReasonNoLeaderTarget, "%s leads and no other healthy voter can take over before %s", m.Name, why)
 	}
