@@ -55,3 +55,8 @@ func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv
 func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
 	return r.writeStatus(ctx, base, ec)
 }
+
+// ImageHold is the reconcile's verdict on the Steward image for the plan (Facts.ImageHold).
+func (r *EtcdClusterReconciler) ImageHold(ctx context.Context) string {
+	return r.imageHold(ctx)
+}

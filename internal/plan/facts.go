@@ -48,6 +48,10 @@ type Facts struct {
 	// RestoreHold says why spec.bootstrap.restore cannot seed the cluster (a missing, failed or
 	// too-new backup); while set, a cluster that never formed creates nothing.
 	RestoreHold string
+	// ImageHold says why the Steward image is unknown (the controller could not resolve it). A
+	// member Pod starts etcd through the data check that image carries; without it no Pod is
+	// started and none taken away (it could not come back), rather than one running unchecked.
+	ImageHold string
 	// DefragScheduleError says why spec.maintenance.defragmentation.schedule is not used (it
 	// passed the CRD's shape check but does not parse); "" when fine or unset.
 	DefragScheduleError string
