@@ -154,6 +154,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		}
 		out.RestartCount = cs.RestartCount
 		out.BackOff = cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+		out.Stopped = cs.State.Running == nil
 		if t := cs.LastTerminationState.Terminated; t != nil {
 			out.LastTerminationReason, out.LastTerminatedAt = t.Reason, t.FinishedAt.Time
 			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)

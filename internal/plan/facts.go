@@ -127,6 +127,9 @@ type Pod struct {
 	LastTerminatedAt time.Time
 	// BackOff: the kubelet holds the etcd container in CrashLoopBackOff right now.
 	BackOff bool
+	// Stopped: the kubelet reports the etcd container not running right now (exited, or waiting
+	// to start again); false when it runs or no container status is reported yet.
+	Stopped bool
 	// NotReadySince is when the Pod's Ready condition last turned False; zero while Ready.
 	NotReadySince time.Time
 	// DeletingSince is the Pod's deletion timestamp; zero unless Deleting.

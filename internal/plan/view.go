@@ -254,8 +254,10 @@ func (v *view) inFlight(m *memberView) bool {
 		return true
 	case (m.Deleting || m.Phase == v1alpha1.MemberRemoving) && !m.voter():
 		return true
-	case m.Defrag != nil && m.Defrag.StartedAt != nil:
-		return true // defragmenting: it serves nothing until done (defragInterrupted closes the record)
+	case m.Defrag != nil && m.Defrag.StartedAt != nil && defragEnded(m) == "":
+		// Defragmenting: it serves nothing until done (defragInterrupted closes the record). A
+		// record whose etcd is gone is no disruption in flight: the member is judged as it is.
+		return true
 	}
 	return false
 }
