@@ -60,3 +60,10 @@ func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewa
 func (r *EtcdClusterReconciler) ImageHold(ctx context.Context) string {
 	return r.imageHold(ctx)
 }
+
+// RestartContainerJudged restarts a member's etcd container in place through the raw effect, as
+// judged from the given Pod object.
+func (r *EtcdClusterReconciler) RestartContainerJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod) error {
+	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
+	return effects{r: r, o: o, ec: ec}.RestartContainer(ctx, judged.Name)
+}

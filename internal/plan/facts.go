@@ -153,6 +153,15 @@ type Pod struct {
 	// Revision is the Pod revision it was built with (its annotation); 0 when it does not say (built
 	// before revisions were recorded).
 	Revision int
+	// Generation is the Pod's metadata.generation; ReadyObservedGeneration is the generation its
+	// Ready condition was computed for (0 when the kubelet does not say).
+	Generation, ReadyObservedGeneration int64
+	// ContainerID and ContainerReady are the kubelet's report of the etcd container now.
+	ContainerID    string
+	ContainerReady bool
+	// RestartedFrom is the etcd container's ID when Steward restarted it in place (recorded on the
+	// Pod with the change); "" when the Pod was never restarted in place.
+	RestartedFrom string
 }
 
 // Resize is what the Pod says of its etcd container's resources.

@@ -136,7 +136,7 @@ func (m *memberView) inFlightPhase() bool {
 
 // available: a full voter serving right now.
 func (m *memberView) available() bool {
-	return m.voter() && m.healthy() && m.Pod.Exists && m.Pod.Ready && !m.Pod.Deleting &&
+	return m.voter() && m.healthy() && m.Pod.Exists && m.Pod.readyNow() && !m.Pod.Deleting &&
 		!m.Deleting && !m.inFlightPhase()
 }
 
@@ -228,7 +228,7 @@ func (v *view) disruptionView() disruption.Cluster {
 	for _, m := range v.members {
 		c.Members = append(c.Members, disruption.Member{
 			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
-			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.Ready,
+			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.readyNow(),
 			PodDeleting: m.Pod.Deleting, PodFailed: m.Pod.Failed, InFlight: v.inFlight(m), Replacing: v.replacing(m),
 		})
 	}
