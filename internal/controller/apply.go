@@ -190,6 +190,11 @@ func initialCluster(ec *stewardv1.EtcdCluster, o *observed, m *stewardv1.EtcdMem
 // Pod. The Pod is built from the member's recorded template, never from the spec directly.
 func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed,
 	m *stewardv1.EtcdMember, boot resources.Bootstrap, voter bool) error {
+	member := resources.Member{Cluster: ec, Name: m.Name, Template: &m.Spec.Template, Bootstrap: boot, Voter: voter}
+	// First, before anything is written: no Pod at all rather than one whose etcd skips the check.
+	if err := r.withDataCheck(ctx, ec, o, m, &member); err != nil {
+		return fmt.Errorf("no Pod for %s without the data check: %w", m.Name, err)
+	}
 	if err := r.recordTemplate(ctx, m, *ec.Status.Observed); err != nil {
 		return err
 	}
@@ -199,8 +204,6 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 			return err
 		}
 	}
-	member := resources.Member{Cluster: ec, Name: m.Name, Template: &m.Spec.Template, Bootstrap: boot, Voter: voter}
-	r.withDataCheck(ctx, ec, o, m, &member)
 	if ec.TLSEnabled() {
 		// The Pod records the trust its Secret holds now, which is what its etcd will load; no
 		// Secret yet means the certificate step has not issued it: fail closed, come back.

@@ -40,6 +40,8 @@ func TestMain(m *testing.M) {
 	var o manager.Options
 	o.EtcdImageRepository, o.HealthProbeAddr, o.MetricsAddr, o.SyncPeriod = "repo/etcd", "0", "0", time.Hour
 	o.MaxConcurrentReconciles = 4
+	// Member Pods start through the data check, which the Steward image carries; without it none is.
+	o.OperatorImage = "steward:test"
 	mgr, err := manager.New(env.Config, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

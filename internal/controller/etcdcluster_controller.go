@@ -53,7 +53,9 @@ type EtcdClusterReconciler struct {
 	Metrics *metrics.Recorder
 	// Clock returns the time; nil means time.Now. Tests inject their own.
 	Clock func() time.Time
-	// Image returns the Steward image, which a restored seed's fetch init container runs.
+	// Image returns the Steward image: member Pods start etcd through its data check, a restored
+	// seed runs its fetch. nil only in tests (etcd then starts directly, unchecked); an error holds
+	// every Pod start (Facts.ImageHold).
 	Image func(ctx context.Context) (string, error)
 
 	// observer names this process for the quorum-loss clock (plan.Facts.Observer), made once.
@@ -111,6 +113,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if o.restore != nil {
 		o.facts.RestoreHold = o.restore.hold
 	}
+	o.facts.ImageHold = r.imageHold(ctx)
 	if tlsObs != nil {
 		if err := r.reconcileTLS(ctx, &ec, o, tlsObs); err != nil {
 			return ctrl.Result{}, err

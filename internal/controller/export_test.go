@@ -55,3 +55,15 @@ func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv
 func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
 	return r.writeStatus(ctx, base, ec)
 }
+
+// ImageHold is the reconcile's verdict on the Steward image for the plan (Facts.ImageHold).
+func (r *EtcdClusterReconciler) ImageHold(ctx context.Context) string {
+	return r.imageHold(ctx)
+}
+
+// RestartContainerJudged restarts a member's etcd container in place through the raw effect, as
+// judged from the given Pod object.
+func (r *EtcdClusterReconciler) RestartContainerJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod) error {
+	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
+	return effects{r: r, o: o, ec: ec}.RestartContainer(ctx, judged.Name)
+}

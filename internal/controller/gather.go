@@ -135,7 +135,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
 		ForceNewCluster: p.Annotations[resources.AnnotationForceNewCluster] == "true",
 		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
-		Revision: resources.PodRevisionOf(p)}
+		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[resources.AnnotationRestartedFrom]}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}
@@ -144,6 +144,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		switch {
 		case c.Type == corev1.PodReady:
 			out.Ready = c.Status == corev1.ConditionTrue
+			out.ReadyObservedGeneration = c.ObservedGeneration
 			out.NotReadySince = c.LastTransitionTime.Time
 			if out.Ready {
 				out.NotReadySince = time.Time{}
@@ -156,9 +157,9 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		if cs.Name != "etcd" {
 			continue
 		}
-		out.RestartCount = cs.RestartCount
-		out.ContainerRunning = cs.State.Running != nil
+		out.RestartCount, out.ContainerID, out.ContainerReady = cs.RestartCount, cs.ContainerID, cs.Ready
 		out.BackOff = cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+		out.Stopped = cs.State.Running == nil
 		if t := cs.LastTerminationState.Terminated; t != nil {
 			out.LastTerminationReason, out.LastTerminatedAt = t.Reason, t.FinishedAt.Time
 			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)
@@ -168,6 +169,16 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		}
 	}
 	return out
+}
+
+// etcdContainerID is the kubelet's ID of the Pod's etcd container now; "" before it reports one.
+func etcdContainerID(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "etcd" {
+			return cs.ContainerID
+		}
+	}
+	return ""
 }
 
 func pvcFacts(p *corev1.PersistentVolumeClaim, ec *stewardv1.EtcdCluster, resizable bool) plan.PVC {

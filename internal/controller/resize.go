@@ -98,6 +98,9 @@ func (r *EtcdClusterReconciler) recordPodTemplate(ctx context.Context, ec *stewa
 // RestartContainer implements the disruption effect: the etcd container's image and the Pod's
 // template record change together, and the kubelet restarts the container in the running Pod. The
 // member's own record follows on the next reconcile (plan.RecordTemplate), after the Pod's.
+// The same patch records the container it restarts (AnnotationRestartedFrom), so the restart is
+// only done when the kubelet reports another one: its status lags the change for a moment. The
+// optimistic lock makes the recorded ID the one of the Pod that was judged.
 func (e effects) RestartContainer(ctx context.Context, member string) error {
 	p := e.o.pods[member]
 	if p == nil || p.DeletionTimestamp != nil {
@@ -111,5 +114,13 @@ func (e effects) RestartContainer(ctx context.Context, member string) error {
 		}
 	}
 	resources.SetPodTemplate(p, t)
+	from := etcdContainerID(p)
+	if from == "" {
+		from = "none" // no container yet: any the kubelet reports later is the restarted one
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[resources.AnnotationRestartedFrom] = from
 	return e.r.Client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

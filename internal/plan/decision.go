@@ -71,11 +71,13 @@ const (
 	ReasonTLSHold          Reason = "TLSMaterialNotReady"
 	ReasonTLSPending       Reason = "CertificatesInProgress"
 	ReasonTLSClients       Reason = "WaitingForClientRestart"
-	ReasonNotExpandable    Reason = "StorageNotExpandable"
-	ReasonResizingFS       Reason = "ResizingFilesystem"
-	ReasonNoLeaderTarget   Reason = "NoLeadershipTarget"
-	ReasonDeadline         Reason = "ProgressDeadlineExceeded"
-	ReasonDefragmenting    Reason = "Defragmenting"
+	// ReasonImageUnknown: the Steward image (which runs the data check) is unknown: no Pod starts.
+	ReasonImageUnknown   Reason = "StewardImageUnknown"
+	ReasonNotExpandable  Reason = "StorageNotExpandable"
+	ReasonResizingFS     Reason = "ResizingFilesystem"
+	ReasonNoLeaderTarget Reason = "NoLeadershipTarget"
+	ReasonDeadline       Reason = "ProgressDeadlineExceeded"
+	ReasonDefragmenting  Reason = "Defragmenting"
 	// ReasonDefragInterrupted: a defragmentation's end was not seen (the operator stopped).
 	ReasonDefragInterrupted Reason = "DefragmentationInterrupted"
 	// ReasonDefragFailing: a member's defragmentation failed DefragFailuresDegraded times in a row.

@@ -66,7 +66,7 @@ func (v *view) voterEvidence(m *memberView) evidence.Voter {
 		e.Err = "its Pod has no address"
 	}
 	// Only a Ready node's kubelet reports the container as it is now.
-	e.ContainerDown = m.Pod.Exists && !m.Pod.Deleting && m.Pod.NodeReady && !m.Pod.ContainerRunning
+	e.ContainerDown = m.Pod.Exists && !m.Pod.Deleting && m.Pod.NodeReady && m.Pod.Stopped
 	return e
 }
 

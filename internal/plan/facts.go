@@ -48,6 +48,10 @@ type Facts struct {
 	// RestoreHold says why spec.bootstrap.restore cannot seed the cluster (a missing, failed or
 	// too-new backup); while set, a cluster that never formed creates nothing.
 	RestoreHold string
+	// ImageHold says why the Steward image is unknown (the controller could not resolve it). A
+	// member Pod starts etcd through the data check that image carries; without it no Pod is
+	// started and none taken away (it could not come back), rather than one running unchecked.
+	ImageHold string
 	// DefragScheduleError says why spec.maintenance.defragmentation.schedule is not used (it
 	// passed the CRD's shape check but does not parse); "" when fine or unset.
 	DefragScheduleError string
@@ -127,6 +131,9 @@ type Pod struct {
 	LastTerminatedAt time.Time
 	// BackOff: the kubelet holds the etcd container in CrashLoopBackOff right now.
 	BackOff bool
+	// Stopped: the kubelet reports the etcd container not running right now (exited, or waiting
+	// to start again); false when it runs or no container status is reported yet.
+	Stopped bool
 	// NotReadySince is when the Pod's Ready condition last turned False; zero while Ready.
 	NotReadySince time.Time
 	// DeletingSince is the Pod's deletion timestamp; zero unless Deleting.
@@ -150,13 +157,20 @@ type Pod struct {
 	// Revision is the Pod revision it was built with (its annotation); 0 when it does not say (built
 	// before revisions were recorded).
 	Revision int
-	// ContainerRunning: the kubelet reports the etcd container running.
-	ContainerRunning bool
 	// NodeReady: the Pod's Node is Ready, so what its kubelet reports is current; false when it is
 	// not, or was not read (the node is read only while quorum is in doubt).
 	NodeReady bool
 	// NodeGone: the Pod's Node is deleted or tainted node.kubernetes.io/out-of-service.
 	NodeGone bool
+	// Generation is the Pod's metadata.generation; ReadyObservedGeneration is the generation its
+	// Ready condition was computed for (0 when the kubelet does not say).
+	Generation, ReadyObservedGeneration int64
+	// ContainerID and ContainerReady are the kubelet's report of the etcd container now.
+	ContainerID    string
+	ContainerReady bool
+	// RestartedFrom is the etcd container's ID when Steward restarted it in place (recorded on the
+	// Pod with the change); "" when the Pod was never restarted in place.
+	RestartedFrom string
 }
 
 // Resize is what the Pod says of its etcd container's resources.

@@ -27,23 +27,52 @@ var defaultMinDBSize = resource.MustParse("100Mi")
 
 // defragInterrupted records a defragmentation the operator started and did not see end (it
 // stopped while the call ran). etcd goes on with it regardless, so the member counts as disrupted
-// until it serves linearizable reads again; then the record is closed as Interrupted.
+// until it serves linearizable reads again, or until the etcd that ran it is gone (defragEnded);
+// then the record is closed as Interrupted. A record is an intent: it must not outlive its reason,
+// or a member that crash-loops after it would be "still defragmenting" and never repaired.
 func (v *view) defragInterrupted() (Action, bool) {
 	for _, m := range v.members {
 		if m.Defrag == nil || m.Defrag.StartedAt == nil {
 			continue
 		}
+		since := m.Defrag.StartedAt.UTC().Format(time.RFC3339)
 		if m.ep != nil && m.ep.Healthy && m.ep.ReadOK {
 			return act(RecordDefragmentation, m.Name, ReasonDefragInterrupted,
-				"%s's defragmentation started %s was interrupted; it serves again", m.Name, m.Defrag.StartedAt.UTC().Format(time.RFC3339)), true
+				"%s's defragmentation started %s was interrupted; it serves again", m.Name, since), true
 		}
-		if !m.Pod.Exists || m.Pod.Deleting || m.Pod.Failed || !m.voter() {
-			continue // a member that is gone or being rebuilt: its repair comes first, the record waits
+		if why := defragEnded(m); why != "" {
+			return act(RecordDefragmentation, m.Name, ReasonDefragInterrupted,
+				"%s's defragmentation started %s was interrupted: %s", m.Name, since, why), true
+		}
+		if !m.voter() {
+			continue // not a voter: its membership step comes first, the record waits
 		}
 		return wait(ReasonDefragmenting, "%s is defragmenting (since %s): waiting for it to serve again",
-			m.Name, m.Defrag.StartedAt.UTC().Format(time.RFC3339)), true
+			m.Name, since), true
 	}
 	return Action{}, false
+}
+
+// defragEnded says why the etcd process that ran the member's recorded defragmentation cannot be
+// running it any more, "" when it may still be: its Pod is gone or Failed, its etcd container is
+// not running, was refused by the data check, or exited after the record was written.
+func defragEnded(m *memberView) string {
+	p := m.Pod
+	switch {
+	case !p.Exists || p.Deleting:
+		return "its Pod is gone"
+	case p.Failed:
+		return "its Pod Failed"
+	case p.DataLost != "":
+		return "the data check refused its data: " + p.DataLost
+	case p.BackOff:
+		return "its etcd container is in back-off"
+	case p.Stopped:
+		return "its etcd container is not running"
+	case p.LastTerminatedAt.After(m.Defrag.StartedAt.Time):
+		return "its etcd container restarted since"
+	}
+	return ""
 }
 
 // defragment picks one member to defragment (issue 12): followers first, most fragmented first,

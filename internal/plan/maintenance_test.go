@@ -131,10 +131,10 @@ func TestPlanDefragmentation(t *testing.T) {
 			f.ep("c-1").ReadOK = false
 			f.retarget(cpu("1"))
 		}), want: want{kind: Wait, reason: ReasonDefragmenting, message: "c-1 is defragmenting"}},
-		{name: "a gone member's record waits for its repair", mutate: func(f *Facts) {
+		{name: "a gone member's record is closed before its repair (defragstop_test.go)", mutate: func(f *Facts) {
 			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
 			f.podGone("c-1")
-		}, want: want{kind: CreatePod, member: "c-1"}},
+		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "its Pod is gone"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ func Plan(f Facts) Decision {
 		v.setTarget(f.specTemplate())
 	}
 	a = v.tlsGate(a)
+	a = v.imageGate(a)
 	d.Action = a
 	v.fillStatus(&d)
 	return d
@@ -76,6 +77,25 @@ func (v *view) tlsGate(a Action) Action {
 	}
 	if a.Kind == Nothing && (t.Hold != "" || t.Pending != "") {
 		return wait(ReasonTLSPending, "%s", firstNonEmpty(t.Hold, t.Pending))
+	}
+	return a
+}
+
+// imageGate fails closed while the Steward image is unknown (Facts.ImageHold): a Pod started now
+// would run etcd without the data check, and a Pod taken down could not be started again. A
+// cluster with nothing to do still reports the hold: the next repair it needs would wait for it.
+func (v *view) imageGate(a Action) Action {
+	hold := v.f.ImageHold
+	if hold == "" {
+		return a
+	}
+	// A new member (CreateMember) is held too: it would only wait for its Pod as a Pending member.
+	starts := a.Kind == CreatePod || a.Kind == BootstrapSeed || a.Kind == AddLearner || a.Kind == CreateMember
+	if starts || a.Disruption != nil || a.Kind == MoveLeader {
+		return wait(ReasonImageUnknown, "%s waits for the Steward image: %s", a, hold)
+	}
+	if a.Kind == Nothing {
+		return wait(ReasonImageUnknown, "no member Pod can be started: %s", hold)
 	}
 	return a
 }

@@ -67,12 +67,12 @@ func TestRecoveryNeedsEtcdsEvidence(t *testing.T) {
 		// Positive evidence for a strict majority: the kubelets of Ready nodes report etcd down.
 		{name: "two members whose kubelet reports etcd not running: Automatic runs", mutate: all(partitioned, hourAgo, func(f *Facts) {
 			for _, n := range []string{"c-1", "c-2"} {
-				f.m(n).Pod.NodeReady, f.m(n).Pod.ContainerRunning = true, false
+				f.m(n).Pod.NodeReady, f.m(n).Pod.Stopped = true, true
 			}
 		}), want: want{kind: StartRecovery, member: "c-0", message: "(Automatic)"}},
 		{name: "a NotReady node's report is stale: no evidence", mutate: all(partitioned, hourAgo, func(f *Facts) {
 			for _, n := range []string{"c-1", "c-2"} {
-				f.m(n).Pod.NodeReady, f.m(n).Pod.ContainerRunning = false, false
+				f.m(n).Pod.NodeReady, f.m(n).Pod.Stopped = false, true
 			}
 		}), want: want{kind: Wait, reason: ReasonMembersUnreachable}},
 		{name: "two members on deleted nodes: Automatic runs", mutate: all(partitioned, hourAgo, func(f *Facts) {

@@ -209,7 +209,7 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 // stalled are waits that only the user or the outside world can end: nothing is progressing.
 var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true,
 	ReasonMembersUnreachable: true, ReasonPodStuckTerminating: true, ReasonWrongCluster: true, ReasonTLSClients: true,
-	ReasonCorruptManual: true}
+	ReasonCorruptManual: true, ReasonImageUnknown: true}
 
 // degraded names every member that is not a healthy voter, and why.
 func (v *view) degraded(d *Decision) metav1.Condition {

@@ -136,7 +136,7 @@ func (m *memberView) inFlightPhase() bool {
 
 // available: a full voter serving right now.
 func (m *memberView) available() bool {
-	return m.voter() && m.healthy() && m.Pod.Exists && m.Pod.Ready && !m.Pod.Deleting &&
+	return m.voter() && m.healthy() && m.Pod.Exists && m.Pod.readyNow() && !m.Pod.Deleting &&
 		!m.Deleting && !m.inFlightPhase()
 }
 
@@ -229,7 +229,7 @@ func (v *view) disruptionView() disruption.Cluster {
 	for _, m := range v.members {
 		c.Members = append(c.Members, disruption.Member{
 			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
-			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.Ready,
+			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.readyNow(),
 			PodDeleting: m.Pod.Deleting, PodFailed: m.Pod.Failed, InFlight: v.inFlight(m), Replacing: v.replacing(m),
 		})
 	}
@@ -255,8 +255,10 @@ func (v *view) inFlight(m *memberView) bool {
 		return true
 	case (m.Deleting || m.Phase == v1alpha1.MemberRemoving) && !m.voter():
 		return true
-	case m.Defrag != nil && m.Defrag.StartedAt != nil:
-		return true // defragmenting: it serves nothing until done (defragInterrupted closes the record)
+	case m.Defrag != nil && m.Defrag.StartedAt != nil && defragEnded(m) == "":
+		// Defragmenting: it serves nothing until done (defragInterrupted closes the record). A
+		// record whose etcd is gone is no disruption in flight: the member is judged as it is.
+		return true
 	}
 	return false
 }

@@ -72,6 +72,9 @@ const (
 	// AnnotationForceNewCluster marks the Pod of a quorum recovery's survivor started with
 	// --force-new-cluster; the recovery replaces it with one without the flag.
 	AnnotationForceNewCluster = "etcd.steward.dev/force-new-cluster"
+	// AnnotationRestartedFrom records, with an in-place restart's change, the etcd container's ID
+	// before it: the restart is done once the kubelet reports another container (plan.Pod).
+	AnnotationRestartedFrom = "etcd.steward.dev/restarted-from"
 )
 
 // Pod builds the member's Pod. imageRepository is used when the template sets no image.

@@ -1,0 +1,50 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-steward/steward/internal/controller"
+	"github.com/etcd-steward/steward/internal/resources"
+)
+
+// An in-place restart records the etcd container it restarts in the same patch as the image
+// change (the intent before the act): the plan holds the member unavailable until the kubelet
+// reports another container, ready, for the Pod's generation of the change.
+func TestRestartContainerRecordsTheContainerBefore(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ec := unmanagedCluster(ns)
+	ec.Spec.Image = "registry.local/etcd:v3.6.16-patched"
+	ec.Status.Observed = ec.Spec.MemberTemplate.DeepCopy()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ghost-1", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "repo/etcd:v3.6.16"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", ContainerID: "containerd://before", Ready: true,
+		Image: "repo/etcd:v3.6.16"}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	gen := pod.Generation
+	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client, EtcdImageRepository: "repo/etcd"}
+	if err := r.RestartContainerJudged(ctx, ec, pod.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Containers[0].Image != "registry.local/etcd:v3.6.16-patched" ||
+		got.Annotations[resources.AnnotationRestartedFrom] != "containerd://before" {
+		t.Errorf("image %s, restarted-from %q", got.Spec.Containers[0].Image, got.Annotations[resources.AnnotationRestartedFrom])
+	}
+	if got.Generation <= gen {
+		t.Errorf("generation %d after the change, %d before: the plan's rule needs it to move", got.Generation, gen)
+	}
+}
