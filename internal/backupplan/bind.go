@@ -58,8 +58,7 @@ func Bind(in BindInput) Binding {
 			Message: "taken of the EtcdCluster with uid " + in.RecordedUID}
 	}
 	unbound := func(format string, args ...any) Binding {
-		return Binding{Reason: ReasonUnbound, Message: "bound to no cluster: it records no cluster UID (taken before Steward " +
-			"recorded one) and " + fmt.Sprintf(format, args...)}
+		return Binding{Reason: ReasonUnbound, Message: "bound to no cluster: it records no cluster UID and " + fmt.Sprintf(format, args...)}
 	}
 	c := in.Cluster
 	switch {
