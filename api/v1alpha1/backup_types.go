@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // BackupStorage is where backup objects live: exactly one of s3 or volume.
@@ -153,6 +154,12 @@ type EtcdBackupStatus struct {
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// clusterUID is the UID of the EtcdCluster the backup was taken of, recorded when the backup
+	// starts from the cluster it resolved. A cluster counts only backups with its own UID (status.backup,
+	// BackupReady), so one recreated under the same name never inherits its predecessor's. Empty on
+	// backups taken before Steward recorded it: see the Bound condition.
+	// +optional
+	ClusterUID types.UID `json:"clusterUID,omitempty"`
 	// member the snapshot was streamed from (a follower unless the cluster has one member).
 	// +optional
 	Member string `json:"member,omitempty"`
@@ -183,7 +190,18 @@ type EtcdBackupStatus struct {
 	// verification is the restore drill's result when spec.verify is set.
 	// +optional
 	Verification *BackupVerification `json:"verification,omitempty"`
+	// conditions: Bound says whether the backup belongs to an EtcdCluster (reason ClusterRecorded,
+	// or ClusterProven for an older backup adopted with proof) or to none (Unbound: it records no
+	// cluster UID and nothing proves whose it is; no cluster counts it, it can still be restored
+	// by name).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// ConditionBound is the EtcdBackup condition saying which cluster the backup belongs to.
+const ConditionBound = "Bound"
 
 // BackupVerification is the result of restoring the snapshot into a throwaway etcd.
 type BackupVerification struct {
@@ -214,6 +232,7 @@ type BackupVerification struct {
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.size`
 // +kubebuilder:printcolumn:name="Verified",type=boolean,JSONPath=`.status.verification.verified`
 // +kubebuilder:printcolumn:name="Location",type=string,priority=1,JSONPath=`.status.location`
+// +kubebuilder:printcolumn:name="Bound",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Bound")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdBackup struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -56,6 +56,9 @@ type BackupRef struct {
 	Time *metav1.Time `json:"time,omitempty"`
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
+	// verified: its restore drill passed.
+	// +optional
+	Verified bool `json:"verified,omitempty"`
 }
 
 // EtcdBackupScheduleStatus is what the schedule did.
@@ -63,7 +66,8 @@ type EtcdBackupScheduleStatus struct {
 	// lastScheduleTime is the time slot of the newest backup the schedule created.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
-	// lastSuccessfulBackup is the newest Succeeded backup of this schedule.
+	// lastSuccessfulBackup is the newest Succeeded backup of this schedule taken of the cluster as
+	// it is now (its UID), preferring a verified one as the cluster's status.backup does.
 	// +optional
 	LastSuccessfulBackup *BackupRef `json:"lastSuccessfulBackup,omitempty"`
 	// nextRun is when the next backup comes due (while not suspended).

@@ -46,9 +46,16 @@ type RestoreSource struct {
 
 // BackupSummary is the cluster's newest successful backup.
 type BackupSummary struct {
-	// lastSuccessfulBackup is the newest Succeeded EtcdBackup of this cluster.
+	// lastSuccessfulBackup is the newest Succeeded EtcdBackup of this cluster (bound to its UID;
+	// a predecessor of the same name's never count), the one a quorum-loss restore uses. When the
+	// newest asked for a restore drill that has not passed (pending or failed), an older verified
+	// backup is named instead, and newerUnverified names the newest.
 	// +optional
 	LastSuccessfulBackup *BackupRef `json:"lastSuccessfulBackup,omitempty"`
+	// newerUnverified is a Succeeded backup newer than lastSuccessfulBackup whose restore drill
+	// is pending or failed: more recent data, not known to restore.
+	// +optional
+	NewerUnverified *BackupRef `json:"newerUnverified,omitempty"`
 }
 
 // RestoreStatus records where a restored cluster's data came from.

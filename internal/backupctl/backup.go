@@ -81,10 +81,14 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return r.start(ctx, &b)
 	case v1.BackupRunning:
 		return r.follow(ctx, &b)
-	case v1.BackupSucceeded:
-		if b.Spec.Verify && (b.Status.Verification == nil || b.Status.Verification.Time == nil) {
-			return r.verify(ctx, &b)
+	}
+	if b.Status.ClusterUID == "" {
+		if err := r.bindLegacy(ctx, &b); err != nil {
+			return ctrl.Result{}, err
 		}
+	}
+	if b.Status.Phase == v1.BackupSucceeded && b.Spec.Verify && (b.Status.Verification == nil || b.Status.Verification.Time == nil) {
+		return r.verify(ctx, &b)
 	}
 	return ctrl.Result{}, nil
 }
@@ -98,6 +102,15 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1.EtcdBackup) (ctrl.Re
 		return r.fail(ctx, b, "EtcdCluster %q does not exist in namespace %q", b.Spec.ClusterName, b.Namespace)
 	} else if err != nil {
 		return ctrl.Result{}, err
+	}
+	switch b.Status.ClusterUID {
+	case "":
+		if err := r.recordCluster(ctx, b, &ec); err != nil {
+			return ctrl.Result{}, err
+		}
+	case ec.UID:
+	default:
+		return r.fail(ctx, b, "EtcdCluster %s was deleted and recreated (uid %s) while this backup of uid %s waited", ec.Name, ec.UID, b.Status.ClusterUID)
 	}
 	if c := meta.FindStatusCondition(ec.Status.Conditions, "Available"); c == nil || c.Status != metav1.ConditionTrue {
 		why := "it has not formed yet"

@@ -98,10 +98,12 @@ func (r *BackupReconciler) verify(ctx context.Context, b *v1.EtcdBackup) (ctrl.R
 }
 
 // etcdImage is the image the drill restores with: the cluster's own (etcdutl of the version the
-// cluster runs), or the backup's version from the default repository once the cluster is gone.
+// cluster runs), or the backup's version from the default repository once the cluster is gone (or
+// is a successor of the same name, which may run another version).
 func (r *BackupReconciler) etcdImage(ctx context.Context, b *v1.EtcdBackup) string {
 	var ec v1.EtcdCluster
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &ec); err == nil {
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &ec)
+	if err == nil && (b.Status.ClusterUID == "" || b.Status.ClusterUID == ec.UID) {
 		t := ec.Spec.MemberTemplate
 		if ec.Status.Observed != nil {
 			t = *ec.Status.Observed

@@ -87,7 +87,11 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.prune(ctx, &s, backups, now); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.summarize(&s, backups, active, d)
+	var ec v1.EtcdCluster
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.Template.ClusterName}, &ec); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	r.summarize(&s, &ec, backups, active, d)
 	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -132,11 +136,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule
 			continue
 		}
 		byName[b.Name] = b
-		it := backupplan.Item{Name: b.Name, Phase: backupplan.Phase(b.Status.Phase), Created: b.CreationTimestamp.Time}
-		if b.Status.CompletionTime != nil {
-			it.Completed = b.Status.CompletionTime.Time
-		}
-		in.Items = append(in.Items, it)
+		in.Items = append(in.Items, PlanItem(b))
 	}
 	for _, name := range backupplan.Prune(in) {
 		b := byName[name]
@@ -156,7 +156,11 @@ func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule
 	return nil
 }
 
-func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, backups []v1.EtcdBackup, active string, d backupplan.ScheduleDecision) {
+// summarize records the schedule's state. lastSuccessfulBackup is picked as the cluster's
+// status.backup is, among the backups of the cluster as it is now (ec, empty when it does not
+// exist): after the cluster is recreated under the same name, the predecessor's backups are still
+// kept (and pruned) by the schedule that took them, but no longer named as its last success.
+func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, ec *v1.EtcdCluster, backups []v1.EtcdBackup, active string, d backupplan.ScheduleDecision) {
 	st := &s.Status
 	st.Active = active
 	st.NextRun = nil
@@ -164,14 +168,22 @@ func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, backups []v1.Et
 		st.NextRun = &metav1.Time{Time: d.NextRun}
 	}
 	st.Kept, st.LastSuccessfulBackup = 0, nil
+	var items []backupplan.Item
 	for i := range backups {
 		b := &backups[i]
 		if b.Status.Phase != v1.BackupSucceeded || b.DeletionTimestamp != nil || b.Annotations[AnnotationPruned] == "true" {
 			continue
 		}
 		st.Kept++
-		if last := st.LastSuccessfulBackup; last == nil || b.Status.CompletionTime.After(last.Time.Time) {
-			st.LastSuccessfulBackup = &v1.BackupRef{Name: b.Name, Time: b.Status.CompletionTime, Revision: b.Status.Revision}
+		if Of(b, ec) {
+			items = append(items, PlanItem(b))
+		}
+	}
+	if pick, _ := backupplan.LastSuccessful(items); pick != nil {
+		for i := range backups {
+			if backups[i].Name == pick.Name {
+				st.LastSuccessfulBackup = Ref(&backups[i])
+			}
 		}
 	}
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: d.Reason, Message: d.Message,

@@ -61,6 +61,10 @@ type ReadyInput struct {
 	// it is not verified yet (which is not a failure).
 	Verify       bool
 	Verification *Verification
+	// NewestVerified is the newest success whose drill passed when it is not NewestSuccess (nil:
+	// none, or NewestSuccess is verified). Named while the newest is unverified, so whoever reads
+	// the condition knows which backup is known to restore.
+	NewestVerified *Success
 }
 
 // Ready computes BackupReady. The first match decides: the last finished backup failed
@@ -88,7 +92,7 @@ func Ready(in ReadyInput) (ok bool, reason, message string) {
 		if in.Verification.Message != "" {
 			msg += ": " + in.Verification.Message
 		}
-		return false, ReasonVerificationFailed, msg
+		return false, ReasonVerificationFailed, msg + in.verifiedFallback()
 	}
 	if s == nil {
 		since := in.Now.Sub(in.ScheduleCreated)
@@ -103,11 +107,19 @@ func Ready(in ReadyInput) (ok bool, reason, message string) {
 	msg := "newest backup " + described(in.Now, s)
 	switch {
 	case in.Verify && in.Verification == nil:
-		msg += "; verification pending"
+		msg += "; verification pending" + in.verifiedFallback()
 	case in.Verify:
 		msg += "; verified"
 	}
 	return true, ReasonBackupSucceeded, msg
+}
+
+// verifiedFallback names the backup known to restore while the newest is not verified.
+func (in ReadyInput) verifiedFallback() string {
+	if in.NewestVerified == nil {
+		return "; no backup has passed verification yet"
+	}
+	return "; newest verified backup " + described(in.Now, in.NewestVerified)
 }
 
 // described names a success, its revision and its age.

@@ -11,6 +11,7 @@ func TestReady(t *testing.T) {
 	success := func(ago time.Duration) *Success {
 		return &Success{Name: "nightly-29540000", Completed: now.Add(-ago), Revision: 4211}
 	}
+	verified := &Success{Name: "nightly-29539880", Completed: now.Add(-3 * time.Hour), Revision: 4100}
 	finished := func(phase Phase, ago time.Duration, msg string) *Finished {
 		return &Finished{Name: "nightly-29540060", Phase: phase, Message: msg, Completed: now.Add(-ago)}
 	}
@@ -66,6 +67,26 @@ func TestReady(t *testing.T) {
 		{name: "verified",
 			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(time.Minute), Verify: true, Verification: &Verification{Verified: true}},
 			ok: true, reason: ReasonBackupSucceeded, message: "; verified"},
+		// Issue 23: with verification on, say which backup is known to restore when the newest
+		// is not (yet) verified.
+		{name: "verification pending names the newest verified backup",
+			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(time.Minute), Verify: true, NewestVerified: verified},
+			ok: true, reason: ReasonBackupSucceeded,
+			message: "completed 1m ago; verification pending; newest verified backup nightly-29539880 (revision 4100) completed 3h ago"},
+		{name: "verification pending and nothing verified yet",
+			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(time.Minute), Verify: true},
+			ok: true, reason: ReasonBackupSucceeded, message: "verification pending; no backup has passed verification yet"},
+		{name: "verification failed names the newest verified backup",
+			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(10 * time.Minute), Verify: true, NewestVerified: verified,
+				Verification: &Verification{Message: "hash mismatch"}},
+			ok: false, reason: ReasonVerificationFailed,
+			message: "failed verification: hash mismatch; newest verified backup nightly-29539880 (revision 4100) completed 3h ago"},
+		{name: "verification failed and nothing ever verified",
+			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(10 * time.Minute), Verify: true, Verification: &Verification{}},
+			ok: false, reason: ReasonVerificationFailed, message: "failed verification; no backup has passed verification yet"},
+		{name: "a verified newest names no other",
+			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(time.Minute), Verify: true, Verification: &Verification{Verified: true}},
+			ok: true, reason: ReasonBackupSucceeded, message: "completed 1m ago; verified"},
 		{name: "verification off: a stale result is ignored",
 			in: ReadyInput{Interval: time.Hour, NewestSuccess: success(time.Minute), Verification: &Verification{Message: "hash mismatch"}},
 			ok: true, reason: ReasonBackupSucceeded},

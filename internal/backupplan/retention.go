@@ -22,7 +22,21 @@ func (p Phase) Terminal() bool { return p == PhaseSucceeded || p == PhaseFailed 
 // DefaultKeepLast is how many successful backups a schedule keeps when the user says nothing.
 const DefaultKeepLast = 7
 
-// Item is one backup of a schedule, as retention sees it.
+// Drill is what a Succeeded backup's restore drill (spec.verify) said.
+type Drill string
+
+const (
+	// DrillNone: the backup did not ask for a drill.
+	DrillNone Drill = ""
+	// DrillPending: a drill was asked for and has no result yet.
+	DrillPending Drill = "Pending"
+	// DrillPassed: the snapshot restored into a throwaway etcd at its recorded revision.
+	DrillPassed Drill = "Passed"
+	// DrillFailed: the drill ran and the snapshot did not restore (or the drill could not run).
+	DrillFailed Drill = "Failed"
+)
+
+// Item is one backup, as retention and LastSuccessful see it.
 type Item struct {
 	Name  string
 	Phase Phase
@@ -30,6 +44,8 @@ type Item struct {
 	// Backups are ordered and aged by Completed, or by Created when Completed is unknown.
 	Completed time.Time
 	Created   time.Time
+	// Drill is the restore drill's result; it matters only for Succeeded backups.
+	Drill Drill
 }
 
 // RetentionInput is a schedule's backups and its retention settings.
@@ -46,8 +62,10 @@ type RetentionInput struct {
 
 // Prune returns the backups to delete, oldest first (ties by name).
 //
-// Succeeded: the newest is never deleted, whatever its age. The newest KeepLast are kept unless
-// older than MaxAge; the rest are deleted.
+// Succeeded: the newest is never deleted, whatever its age, nor the newest whose restore drill
+// passed (a newer backup that failed its drill, or has not run it, is no proof the data can be
+// restored; the verified one is). The newest KeepLast are kept unless older than MaxAge; the rest
+// are deleted.
 //
 // Failed backups are kept to debug the failure a user is looking at, and go once it is history:
 //   - the failures since the newest success (the current streak, or all of them when nothing ever
@@ -79,9 +97,10 @@ func Prune(in RetentionInput) []string {
 	slices.SortFunc(failed, newestFirst)
 	tooOld := func(it Item) bool { return in.MaxAge > 0 && in.Now.Sub(when(it)) > in.MaxAge }
 
+	verified := slices.IndexFunc(ok, func(it Item) bool { return it.Drill == DrillPassed })
 	var drop []Item
 	for i, it := range ok {
-		if i > 0 && (i >= keep || tooOld(it)) {
+		if i > 0 && i != verified && (i >= keep || tooOld(it)) {
 			drop = append(drop, it)
 		}
 	}

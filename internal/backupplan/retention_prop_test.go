@@ -18,6 +18,9 @@ func randomBackups(r *rand.Rand, now time.Time) []Item {
 			ago = time.Duration(r.IntN(3)) * time.Hour // ties
 		}
 		it := Item{Name: fmt.Sprintf("b%02d", i), Phase: phases[r.IntN(len(phases))], Created: now.Add(-ago - time.Hour)}
+		if it.Phase == PhaseSucceeded {
+			it.Drill = []Drill{DrillNone, DrillPending, DrillPassed, DrillFailed}[r.IntN(4)]
+		}
 		if it.Phase.Terminal() && r.IntN(10) > 0 {
 			it.Completed = now.Add(-ago)
 		}
@@ -26,8 +29,8 @@ func randomBackups(r *rand.Rand, now time.Time) []Item {
 	return items
 }
 
-// TestPruneProperties: over many generated inputs, Prune never deletes the newest success nor
-// anything not finished, keeps what the rules promise, answers the same for any input order, and
+// TestPruneProperties: over many generated inputs, Prune never deletes the newest success, the
+// newest verified success, nor anything not finished, keeps what the rules promise, answers the same for any input order, and
 // is a fixed point: pruning what it leaves deletes nothing more.
 func TestPruneProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
@@ -81,9 +84,19 @@ func TestPruneProperties(t *testing.T) {
 		if len(ok) > 0 && deleted[ok[0].Name] {
 			fail("deleted the newest success %s", ok[0].Name)
 		}
+		newestVerified := ""
+		for _, it := range ok {
+			if it.Drill == DrillPassed {
+				newestVerified = it.Name
+				break
+			}
+		}
+		if newestVerified != "" && deleted[newestVerified] {
+			fail("deleted the newest verified success %s", newestVerified)
+		}
 		for j, it := range ok {
 			young := in.MaxAge == 0 || now.Sub(when(it)) <= in.MaxAge
-			if want := j == 0 || j < keep && young; deleted[it.Name] == want {
+			if want := j == 0 || j < keep && young || it.Name == newestVerified; deleted[it.Name] == want {
 				fail("success %s (#%d, young %v): deleted %v", it.Name, j, young, deleted[it.Name])
 			}
 		}

@@ -8,11 +8,14 @@ import (
 )
 
 // backups builds items from a compact spelling: "b3:S@-5h" is b3, Succeeded, completed 5 hours
-// before now (at(100, 0)); phases are S, F, R, P, N (none yet) and U (unknown). Created is an hour earlier;
+// before now (at(100, 0)); phases are S, F, R, P, N (none yet) and U (unknown), and V, X, W are
+// Succeeded with a restore drill that passed, failed, or is pending. Created is an hour earlier;
 // Running and Pending ones have no completion time.
 func backups(t *testing.T, specs ...string) []Item {
 	t.Helper()
-	phases := map[byte]Phase{'S': PhaseSucceeded, 'F': PhaseFailed, 'R': PhaseRunning, 'P': PhasePending, 'N': "", 'U': "Weird"}
+	phases := map[byte]Phase{'S': PhaseSucceeded, 'F': PhaseFailed, 'R': PhaseRunning, 'P': PhasePending, 'N': "", 'U': "Weird",
+		'V': PhaseSucceeded, 'X': PhaseSucceeded, 'W': PhaseSucceeded}
+	drills := map[byte]Drill{'V': DrillPassed, 'X': DrillFailed, 'W': DrillPending}
 	var out []Item
 	for _, s := range specs {
 		var name string
@@ -25,7 +28,7 @@ func backups(t *testing.T, specs ...string) []Item {
 		if err != nil {
 			t.Fatalf("bad item %q: %v", s, err)
 		}
-		it := Item{Name: name, Phase: phases[ph], Created: at(100, 0).Add(ago - time.Hour)}
+		it := Item{Name: name, Phase: phases[ph], Drill: drills[ph], Created: at(100, 0).Add(ago - time.Hour)}
 		if it.Phase.Terminal() {
 			it.Completed = at(100, 0).Add(ago)
 		}
@@ -75,6 +78,18 @@ func TestPrune(t *testing.T) {
 			items: []string{"b1:F@-9h", "b2:S@-5h", "b3:F@-1h"}, want: []string{"b1"}},
 		{name: "a failure at the same instant as the newest success is not in the streak",
 			items: []string{"b1:F@-3h", "b2:F@-2h", "b3:S@-2h"}, want: []string{"b1"}},
+		// Issue 23: counting successes whatever their drill said pruned the only backup known to
+		// restore while keeping newer ones known not to.
+		{name: "the newest verified backup stays past KeepLast while newer ones failed their drill", keep: 3,
+			items: []string{"b1:V@-4h", "b2:X@-3h", "b3:X@-2h", "b4:X@-1h"}, want: nil},
+		{name: "the newest verified backup stays past MaxAge", maxAge: 24 * time.Hour,
+			items: []string{"b1:V@-72h", "b2:W@-48h", "b3:X@-1h"}, want: []string{"b2"}},
+		{name: "only the newest verified backup is protected", keep: 1,
+			items: []string{"b1:V@-5h", "b2:V@-4h", "b3:W@-2h", "b4:X@-1h"}, want: []string{"b1", "b3"}},
+		{name: "a verified newest protects nothing older", keep: 1,
+			items: []string{"b1:V@-3h", "b2:X@-2h", "b3:V@-1h"}, want: []string{"b1", "b2"}},
+		{name: "a drill never run protects nothing", keep: 1,
+			items: []string{"b1:S@-3h", "b2:W@-2h", "b3:X@-1h"}, want: []string{"b1", "b2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,15 +10,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupctl"
 	"github.com/etcd-steward/steward/internal/backupplan"
 )
 
 // ConditionBackupReady says whether a scheduled cluster has a fresh, good backup.
 const ConditionBackupReady = backupplan.ConditionBackupReady
 
-// setBackupStatus records the newest successful backup and, when a schedule targets the cluster,
-// BackupReady: False when the last backup failed, failed verification, or the newest success is
-// older than twice the schedule's interval.
+// setBackupStatus records the cluster's last successful backup and, when a schedule targets the
+// cluster, BackupReady: False when the last backup failed, failed verification, or the newest
+// success is older than twice the schedule's interval. Only backups bound to this cluster's UID
+// count: a cluster recreated under the same name never inherits its predecessor's, and backups
+// that record no UID (Unbound) count for none.
 func (r *EtcdClusterReconciler) setBackupStatus(ctx context.Context, ec *stewardv1.EtcdCluster) error {
 	var backups stewardv1.EtcdBackupList
 	if err := r.Client.List(ctx, &backups, client.InNamespace(ec.Namespace)); err != nil {
@@ -28,23 +31,31 @@ func (r *EtcdClusterReconciler) setBackupStatus(ctx context.Context, ec *steward
 	if err := r.Client.List(ctx, &schedules, client.InNamespace(ec.Namespace)); err != nil {
 		return err
 	}
-	var newest, lastDone *stewardv1.EtcdBackup
+	// newest success, the verified one preferred over it (if any), and whatever finished last
+	var newest, newestVerified, lastDone *stewardv1.EtcdBackup
+	byName := map[string]*stewardv1.EtcdBackup{}
+	var items []backupplan.Item
 	for i := range backups.Items {
 		b := &backups.Items[i]
-		if b.Spec.ClusterName != ec.Name || b.Status.CompletionTime == nil || b.DeletionTimestamp != nil {
+		if !backupctl.Of(b, ec) || b.Status.CompletionTime == nil || b.DeletionTimestamp != nil {
 			continue
 		}
-		if b.Status.Phase == stewardv1.BackupSucceeded && (newest == nil || b.Status.CompletionTime.After(newest.Status.CompletionTime.Time)) {
-			newest = b
-		}
+		byName[b.Name] = b
+		items = append(items, backupctl.PlanItem(b))
 		if lastDone == nil || b.Status.CompletionTime.After(lastDone.Status.CompletionTime.Time) {
 			lastDone = b
 		}
 	}
 	ec.Status.Backup = nil
-	if newest != nil {
-		ec.Status.Backup = &stewardv1.BackupSummary{LastSuccessfulBackup: &stewardv1.BackupRef{
-			Name: newest.Name, Time: newest.Status.CompletionTime, Revision: newest.Status.Revision}}
+	if pick, unverified := backupplan.LastSuccessful(items); pick != nil {
+		// pick prefers a verified backup; when it was preferred over a newer one, that one is
+		// still what BackupReady ages and reports the drill of.
+		newest = byName[pick.Name]
+		ec.Status.Backup = &stewardv1.BackupSummary{LastSuccessfulBackup: backupctl.Ref(newest)}
+		if unverified != nil {
+			newestVerified, newest = newest, byName[unverified.Name]
+			ec.Status.Backup.NewerUnverified = backupctl.Ref(newest)
+		}
 	}
 	var sched *stewardv1.EtcdBackupSchedule
 	for i := range schedules.Items {
@@ -71,6 +82,10 @@ func (r *EtcdClusterReconciler) setBackupStatus(ctx context.Context, ec *steward
 		if v := newest.Status.Verification; v != nil && v.Time != nil {
 			in.Verification = &backupplan.Verification{Verified: v.Verified, Message: v.Message}
 		}
+	}
+	if newestVerified != nil {
+		in.NewestVerified = &backupplan.Success{Name: newestVerified.Name, Completed: newestVerified.Status.CompletionTime.Time,
+			Revision: newestVerified.Status.Revision}
 	}
 	if lastDone != nil {
 		in.LastFinished = &backupplan.Finished{Name: lastDone.Name, Phase: backupplan.Phase(lastDone.Status.Phase),

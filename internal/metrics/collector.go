@@ -179,10 +179,16 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 			emit(BackupReady, boolFloat(c.Status == metav1.ConditionTrue))
 		}
 		if b := s.Backup; b != nil && b.LastSuccessfulBackup != nil {
-			if b.LastSuccessfulBackup.Time != nil {
-				emit(BackupLastSuccess, float64(b.LastSuccessfulBackup.Time.Unix()))
+			// The newest success, as the metric always said: lastSuccessfulBackup prefers an
+			// older verified backup over a newer one whose drill has not passed.
+			last := b.LastSuccessfulBackup
+			if b.NewerUnverified != nil {
+				last = b.NewerUnverified
 			}
-			emit(BackupLastRevision, float64(b.LastSuccessfulBackup.Revision))
+			if last.Time != nil {
+				emit(BackupLastSuccess, float64(last.Time.Unix()))
+			}
+			emit(BackupLastRevision, float64(last.Revision))
 		}
 	}
 }

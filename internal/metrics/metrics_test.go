@@ -174,3 +174,28 @@ func TestCardinalityBound(t *testing.T) {
 		t.Errorf("%d series for one cluster of %d members, want at most %d", got, n, limit)
 	}
 }
+
+// TestBackupMetricsNameTheNewest: lastSuccessfulBackup may prefer an older verified backup; the
+// metrics still report the newest success, as they are documented to.
+func TestBackupMetricsNameTheNewest(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := status("db-0")
+	st.Backup.LastSuccessfulBackup.Verified = true
+	st.Backup.NewerUnverified = &stewardv1.BackupRef{Name: "c", Revision: 57, Time: ptr.To(metav1.NewTime(time.Unix(1800003600, 0)))}
+	r.Observe("ns", "db", st)
+	expected := `
+# HELP steward_backup_last_success_revision The etcd revision of the newest successful backup.
+# TYPE steward_backup_last_success_revision gauge
+steward_backup_last_success_revision{cluster="db",namespace="ns"} 57
+# HELP steward_backup_last_success_timestamp_seconds When the newest successful backup of the cluster completed.
+# TYPE steward_backup_last_success_timestamp_seconds gauge
+steward_backup_last_success_timestamp_seconds{cluster="db",namespace="ns"} 1.8000036e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), BackupLastRevision.Name, BackupLastSuccess.Name); err != nil {
+		t.Error(err)
+	}
+}
