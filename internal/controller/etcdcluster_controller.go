@@ -62,6 +62,9 @@ type EtcdClusterReconciler struct {
 	observerOnce sync.Once
 	observerID   string
 
+	// fresh keeps a reconcile from deciding on a cache older than the last status write.
+	fresh freshness
+
 	// certificatesApplied remembers, per cluster UID, when its cert-manager Certificates were
 	// last applied (certificatesRecord); losing it on restart costs one re-apply.
 	certificatesApplied sync.Map
@@ -82,6 +85,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var ec stewardv1.EtcdCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &ec); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.fresh.stale(&ec, time.Now()) {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	ctx = failpoint.WithArmed(ctx, ec.Annotations[stewardv1.AnnotationFailpoint])
 	if ec.DeletionTimestamp != nil {

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -148,7 +150,11 @@ func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewa
 		return nil
 	}
 	// The patch computed once: sent as is rather than computed again by the client.
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, ec, client.RawPatch(types.MergePatchType, data)))
+	if err := r.Client.Status().Patch(ctx, ec, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.fresh.wrote(base, time.Now())
+	return nil
 }
 
 // digest is a short label for the observed template, for humans comparing status at a glance.

@@ -140,25 +140,21 @@ func list(m map[string]string, order []string) string {
 	return strings.Join(parts, "; ")
 }
 
-// byError groups names by their error: "a, b (timeout); c (refused)".
+// byError names the members, then their errors: "a, b (timeout)" when they share one, and
+// "a, b (a: refused; b: timeout)" otherwise (errors often name each member's own address).
 func byError(errs map[string]string, names []string) string {
-	var groups []string
-	seen := map[string]bool{}
+	same := true
 	for _, n := range names {
-		e := errs[n]
-		if seen[e] {
-			continue
-		}
-		seen[e] = true
-		var same []string
-		for _, m := range names {
-			if errs[m] == e {
-				same = append(same, m)
-			}
-		}
-		groups = append(groups, strings.Join(same, ", ")+" ("+e+")")
+		same = same && errs[n] == errs[names[0]]
 	}
-	return strings.Join(groups, "; ")
+	if same {
+		return strings.Join(names, ", ") + " (" + errs[names[0]] + ")"
+	}
+	var each []string
+	for _, n := range names {
+		each = append(each, n+": "+errs[n])
+	}
+	return strings.Join(names, ", ") + " (" + strings.Join(each, "; ") + ")"
 }
 
 func firstNonEmpty(s ...string) string {

@@ -103,7 +103,7 @@ func TestQuorumSummary(t *testing.T) {
 		t.Errorf("held summary %q", s)
 	}
 	q = JudgeQuorum([]Voter{{Name: "a", Answered: true, HasLeader: true}, silent("b"), {Name: "c", Err: "connection refused"}})
-	if s := q.Summary(order); s != "etcd shows quorum: a answers with a leader; the operator cannot reach b (context deadline exceeded); c (connection refused)" {
+	if s := q.Summary(order); s != "etcd shows quorum: a answers with a leader; the operator cannot reach b, c (b: context deadline exceeded; c: connection refused)" {
 		t.Errorf("held summary with unreachable members %q", s)
 	}
 }
