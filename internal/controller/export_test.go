@@ -55,3 +55,12 @@ func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv
 func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
 	return r.writeStatus(ctx, base, ec)
 }
+
+// SyncMemberStatus is the reconcile's EtcdMember status write, for these members.
+func (r *EtcdClusterReconciler) SyncMemberStatus(ctx context.Context, members []*stewardv1.EtcdMember, d plan.Decision) error {
+	o := &observed{members: map[string]*stewardv1.EtcdMember{}}
+	for _, m := range members {
+		o.members[m.Name] = m
+	}
+	return r.syncMemberStatus(ctx, o, d)
+}
