@@ -67,6 +67,12 @@ type EtcdMemberStatus struct {
 	// version is the etcd server version the member reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// dataVersion is the etcd version the member's data was last written by, as its etcd reported
+	// it while running. It outlives the Pod: between a Pod's deletion and its successor's start it
+	// is the only evidence of what the data needs, so a version edit made then cannot rebuild the
+	// member on an etcd that refuses its data.
+	// +optional
+	DataVersion *DataVersion `json:"dataVersion,omitempty"`
 	// defragmentation records the member's defragmentation in flight (intent) and the latest one.
 	// +optional
 	Defragmentation *MemberDefragmentation `json:"defragmentation,omitempty"`
@@ -75,6 +81,18 @@ type EtcdMemberStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// DataVersion is the etcd version a member's data was last written by.
+type DataVersion struct {
+	// server is the etcd server version that last ran on the data (X.Y.Z).
+	// +optional
+	Server string `json:"server,omitempty"`
+	// storage is the data's storage version as etcd reported it (etcd 3.6 and later write one, e.g.
+	// "3.6.0", once every member of the cluster runs their minor). Empty: the data carries none, so
+	// it is etcd 3.5's or older, which etcd 3.7 and later refuse to start on.
+	// +optional
+	Storage string `json:"storage,omitempty"`
 }
 
 // EtcdMember is one member of an EtcdCluster. It is owned and written only by the Steward operator:

@@ -2,7 +2,8 @@
 // `steward snapshot save|fetch|verify|delete` is the data path of backups (internal/snapshot/cli),
 // run in backup Jobs and restore init containers; `steward install-self <path>` copies the binary
 // into a volume shared with another image's container; `steward member run-etcd` checks a member's
-// data directory in its etcd container and then execs etcd (internal/datacheck).
+// data directory (its owner, and its storage version against the etcd binary's) in its etcd
+// container and then runs etcd (internal/datacheck).
 package main
 
 import (

@@ -67,3 +67,12 @@ func (r *EtcdClusterReconciler) RestartContainerJudged(ctx context.Context, ec *
 	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
 	return effects{r: r, o: o, ec: ec}.RestartContainer(ctx, judged.Name)
 }
+
+// SyncMemberStatus is the reconcile's EtcdMember status write, for these members.
+func (r *EtcdClusterReconciler) SyncMemberStatus(ctx context.Context, members []*stewardv1.EtcdMember, d plan.Decision) error {
+	o := &observed{members: map[string]*stewardv1.EtcdMember{}}
+	for _, m := range members {
+		o.members[m.Name] = m
+	}
+	return r.syncMemberStatus(ctx, o, d)
+}

@@ -100,6 +100,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 			pm.PhaseSince = m.Status.PhaseSince.Time
 		}
 		pm.Defrag = m.Status.Defragmentation.DeepCopy()
+		pm.DataVersion = m.Status.DataVersion.DeepCopy()
 		pm.DefragScheduled = defragScheduled(ec, m, f.Now)
 		pm.DefragRequested = defragRequested(ec, m, f.Now)
 		f.Members = append(f.Members, pm)
@@ -163,9 +164,11 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		if t := cs.LastTerminationState.Terminated; t != nil {
 			out.LastTerminationReason, out.LastTerminatedAt = t.Reason, t.FinishedAt.Time
 			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)
+			out.VersionRefused = datacheck.RefusedVersion(t.ExitCode, t.Message)
 		}
-		if t := cs.State.Terminated; t != nil && out.DataLost == "" {
+		if t := cs.State.Terminated; t != nil && out.DataLost == "" && out.VersionRefused == "" {
 			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)
+			out.VersionRefused = datacheck.RefusedVersion(t.ExitCode, t.Message)
 		}
 	}
 	return out
@@ -261,7 +264,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	}
 	for i, s := range c.Statuses(ctx, eps) {
 		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Err: errText(s.Err), Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
-			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, Errors: s.Errors,
+			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, StorageVersion: s.StorageVersion, Errors: s.Errors,
 			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex}
 		if e.Reachable && !s.IsLearner {
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil

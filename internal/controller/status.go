@@ -118,16 +118,23 @@ func wasDeadlineExceeded(ec *stewardv1.EtcdCluster) bool {
 }
 
 // syncMemberStatus mirrors each member's role, health and version onto its EtcdMember, so
-// `kubectl get etcdmembers` tells the same story as the cluster's status. Only changed members are
-// written.
+// `kubectl get etcdmembers` tells the same story as the cluster's status, and records the version
+// its data was last written by, which must outlive its Pod (plan: dataversion.go). Only changed
+// members are written.
 func (r *EtcdClusterReconciler) syncMemberStatus(ctx context.Context, o *observed, d plan.Decision) error {
 	for _, ms := range d.Members {
 		m := o.members[ms.Name]
-		if m == nil || (m.Status.Role == ms.Role && m.Status.Ready == ms.Ready && m.Status.Version == ms.Version) {
+		if m == nil {
+			continue
+		}
+		data := d.DataVersions[ms.Name]
+		if m.Status.Role == ms.Role && m.Status.Ready == ms.Ready && m.Status.Version == ms.Version &&
+			equality.Semantic.DeepEqual(m.Status.DataVersion, data) {
 			continue
 		}
 		base := m.DeepCopy()
 		m.Status.Role, m.Status.Ready, m.Status.Version = ms.Role, ms.Ready, ms.Version
+		m.Status.DataVersion = data.DeepCopy()
 		if err := r.Client.Status().Patch(ctx, m, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
 			return err
 		}

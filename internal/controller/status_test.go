@@ -4,11 +4,42 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/datacheck"
 	"github.com/etcd-steward/steward/internal/plan"
 )
+
+// The data check's two kinds of verdict are told apart from the etcd container's termination: a
+// refused version keeps the member's data, a lost directory has it replaced.
+func TestPodFactsTellsVersionRefusalFromDataLoss(t *testing.T) {
+	pod := func(code int32, msg string, last bool) *corev1.Pod {
+		term := &corev1.ContainerStateTerminated{ExitCode: code, Message: msg, Reason: "Error"}
+		cs := corev1.ContainerStatus{Name: "etcd"}
+		if last {
+			cs.LastTerminationState.Terminated = term
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		} else {
+			cs.State.Terminated = term
+		}
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}
+	}
+	refused := datacheck.MessagePrefix + "VersionRefused: etcd 3.7.3 refuses data of storage version 3.5 or older"
+	lost := datacheck.MessagePrefix + "Empty: the member's data is lost"
+	for _, last := range []bool{true, false} {
+		if p := podFacts(pod(datacheck.ExitVersionRefused, refused, last)); p.DataLost != "" || p.VersionRefused == "" {
+			t.Errorf("version refused (last=%v): DataLost %q, VersionRefused %q", last, p.DataLost, p.VersionRefused)
+		}
+		if p := podFacts(pod(datacheck.ExitDataLost, lost, last)); p.DataLost == "" || p.VersionRefused != "" {
+			t.Errorf("data lost (last=%v): DataLost %q, VersionRefused %q", last, p.DataLost, p.VersionRefused)
+		}
+		if p := podFacts(pod(1, refused, last)); p.DataLost != "" || p.VersionRefused != "" {
+			t.Errorf("etcd's own exit 1 (last=%v) read as a verdict", last)
+		}
+	}
+}
 
 func TestImageTag(t *testing.T) {
 	for ref, want := range map[string]string{

@@ -4,6 +4,10 @@
 // and on another member's data it starts as that member; neither may happen. The check runs in the
 // etcd container before every start (`steward member run-etcd`, which then runs etcd as its child),
 // and a member that fails it is replaced (removed, its PVC deleted, a fresh learner added).
+//
+// The check also holds etcd to its data's storage version (version.go): an etcd more than one minor
+// newer than the data, or older than it, is not started. That member's data is intact and it is
+// never replaced for it; only a version its data accepts fixes it.
 package datacheck
 
 import (

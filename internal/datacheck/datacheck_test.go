@@ -33,6 +33,13 @@ func TestCheckRealDataDirectories(t *testing.T) {
 		ids[m.Name] = m.ID
 	}
 	c.Stop()
+	for _, m := range c.Members {
+		// A real etcd 3.6 backend reads without error: storageVersion 3.6.0 once the cluster
+		// version reached 3.6 and etcd wrote it, none if the cluster stopped before.
+		if v, err := StorageVersion(m.DataDir()); err != nil || (v != "" && v != "3.6.0") {
+			t.Errorf("%s: storage version %q, %v", m.Name, v, err)
+		}
+	}
 	for i, m := range c.Members {
 		r, err := Check(m.DataDir(), ids[m.Name])
 		if err != nil || r.Verdict != OK {

@@ -10,8 +10,9 @@ import (
 	"strings"
 )
 
-// ExitDataLost is the etcd container's exit code when its data directory fails the check; the
-// termination message starts with MessagePrefix.
+// ExitDataLost is the etcd container's exit code when its data directory fails the check (and
+// ExitVersionRefused when etcd's version does not fit the data's); the termination message starts
+// with MessagePrefix.
 const (
 	ExitDataLost  = 3
 	MessagePrefix = "steward datacheck: "
@@ -30,6 +31,11 @@ type RunOptions struct {
 	Marker string
 	// TerminationLog receives the verdict when the check fails.
 	TerminationLog string
+	// Etcd is the etcd binary, asked its version when the directory holds data; EtcdVersion, when
+	// set, stands for its answer.
+	Etcd, EtcdVersion string
+	// Warn receives what the check could not check (nil: discarded).
+	Warn io.Writer
 }
 
 // Decide says whether etcd may start on dataDir: nil, or why not.
@@ -55,8 +61,45 @@ func Decide(o RunOptions) error {
 		return verdict(Result{Verdict: Empty, Message: r.Message + " (this Pod's etcd ran before: the directory was emptied under it)"})
 	case r.Verdict == Empty && o.ExpectData:
 		return verdict(r)
+	case r.Verdict == OK:
+		return decideVersion(o)
 	}
 	return nil
+}
+
+// decideVersion refuses an etcd its data's storage version does not allow (CheckVersion). An etcd
+// that cannot say its version starts unchecked: refusing would crash-loop the member for want of a
+// version string, and the planner still holds every rebuild to the member's recorded data version.
+func decideVersion(o RunOptions) error {
+	v := o.EtcdVersion
+	if v == "" && o.Etcd != "" {
+		var err error
+		if v, err = EtcdVersion(o.Etcd); err != nil {
+			o.warnf("%sthe etcd version is unknown, so its step from the data's storage version is not checked: %v", MessagePrefix, err)
+			return nil
+		}
+	}
+	if v == "" {
+		return nil
+	}
+	storage, err := StorageVersion(o.DataDir)
+	if err != nil {
+		return err
+	}
+	r := CheckVersion(storage, v)
+	if r.Verdict != OK {
+		return verdict(r)
+	}
+	if _, ok := minorOf(v); !ok {
+		o.warnf("%s%s", MessagePrefix, r.Message)
+	}
+	return nil
+}
+
+func (o RunOptions) warnf(format string, args ...any) {
+	if o.Warn != nil {
+		_, _ = fmt.Fprintf(o.Warn, format+"\n", args...)
+	}
 }
 
 // Verdict is a failed check.
@@ -89,12 +132,16 @@ func Main(args []string, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "usage: steward member run-etcd --data-dir DIR [--member-id ID] [--expect-data] [--marker FILE] -- etcd [flags]")
 		return 2
 	}
+	o.Etcd, o.Warn = etcd[0], stderr
 	if err := Decide(o); err != nil {
 		msg := MessagePrefix + err.Error()
 		_, _ = fmt.Fprintln(stderr, msg)
 		var v *Verdict
 		if errors.As(err, &v) {
 			_ = os.WriteFile(o.TerminationLog, []byte(msg), 0o644)
+			if v.Result.Verdict == VersionRefused {
+				return ExitVersionRefused
+			}
 			return ExitDataLost
 		}
 		return 1
@@ -104,7 +151,17 @@ func Main(args []string, stderr io.Writer) int {
 
 // DataLost extracts the verdict from an etcd container's termination message; "" when it is not one.
 func DataLost(exitCode int32, message string) string {
-	if exitCode != ExitDataLost || !strings.HasPrefix(message, MessagePrefix) {
+	return readVerdict(ExitDataLost, exitCode, message)
+}
+
+// RefusedVersion extracts a VersionRefused verdict from an etcd container's termination message;
+// "" when it is not one. Its data is intact, unlike DataLost's.
+func RefusedVersion(exitCode int32, message string) string {
+	return readVerdict(ExitVersionRefused, exitCode, message)
+}
+
+func readVerdict(want, exitCode int32, message string) string {
+	if exitCode != want || !strings.HasPrefix(message, MessagePrefix) {
 		return ""
 	}
 	return strings.TrimPrefix(strings.TrimSpace(message), MessagePrefix)

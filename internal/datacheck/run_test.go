@@ -2,6 +2,7 @@ package datacheck
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -89,8 +90,17 @@ func TestDecide(t *testing.T) {
 
 // TestMain doubles as the "etcd" the wrapper runs (DATACHECK_CHILD set): "die" exits 1 at once,
 // like a learner that cannot join yet; "wal" waits for a go file, renames a prepared member
-// directory into the data directory as etcd does, then exits 7 on SIGTERM.
+// directory into the data directory as etcd does, then exits 7 on SIGTERM. Asked --version, it
+// answers as etcd does with DATACHECK_ETCD_VERSION, or fails when that is unset.
 func TestMain(m *testing.M) {
+	if os.Getenv("DATACHECK_CHILD") != "" && len(os.Args) > 1 && os.Args[1] == "--version" {
+		v := os.Getenv("DATACHECK_ETCD_VERSION")
+		if v == "" {
+			os.Exit(2)
+		}
+		fmt.Printf("etcd Version: %s\nGit SHA: 0000000\nGo Version: go1.26\nGo OS/Arch: linux/amd64\n", v)
+		os.Exit(0)
+	}
 	switch os.Getenv("DATACHECK_CHILD") {
 	case "":
 		os.Exit(m.Run())

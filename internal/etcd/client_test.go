@@ -63,6 +63,17 @@ func TestClientAgainstRealEtcd(t *testing.T) {
 			t.Fatalf("unhealthy or empty status %+v", s)
 		}
 	}
+	// etcd 3.6 reports its data's storage version once its version monitor has seen the cluster
+	// version reach 3.6 (every few seconds): the planner's evidence of what the data accepts.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		s := c.Status(ctx, cl.ClientURLs()[0])
+		if s.StorageVersion == "3.6.0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no storage version reported by etcd %s: %+v", s.Version, s)
+		}
+	}
 
 	// Leadership moves to a follower on request.
 	leader, leaderEP := leaderOf(t, c, cl.ClientURLs())

@@ -36,7 +36,7 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 	s.RaftIndex = resp.RaftIndex
 	s.AppliedIndex = resp.RaftAppliedIndex
 	s.RaftTerm = resp.RaftTerm
-	s.Version = resp.Version
+	s.Version, s.StorageVersion = resp.Version, resp.StorageVersion
 	s.IsLearner = resp.IsLearner
 	s.DBSize, s.DBSizeInUse, s.DBSizeQuota = resp.DbSize, resp.DbSizeInUse, resp.DbSizeQuota
 	s.Errors, s.Alarms = splitErrors(resp.Errors)

@@ -43,6 +43,9 @@ type Endpoint struct {
 	AppliedIndex uint64
 	// Version is the etcd server version it reports.
 	Version string
+	// StorageVersion is the storage version of its data it reports (etcd 3.6+, once the cluster
+	// version reached 3.6; "3.6.0"); "" when it reports none.
+	StorageVersion string
 	// Errors are the errors the Status call reported other than alarms ("etcdserver: no leader").
 	Errors []string
 	// DBSize and DBSizeInUse are the member's backend file size and the part in use, in bytes;

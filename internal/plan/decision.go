@@ -159,6 +159,9 @@ type Decision struct {
 	Outdated []string
 	Order    []string
 	InPlace  []string
+	// DataVersions are, by member, the etcd version its data was last written by: what its etcd
+	// reports while it answers, else its record (nil: never known), for EtcdMember status.dataVersion.
+	DataVersions map[string]*v1alpha1.DataVersion
 	// Members, ReadyMembers, UpdatedMembers and Rollout are ready for EtcdCluster.status.
 	Members        []v1alpha1.MemberStatus
 	ReadyMembers   int32

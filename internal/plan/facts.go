@@ -100,6 +100,9 @@ type Member struct {
 	Template v1alpha1.MemberTemplate
 	Pod      Pod
 	PVC      PVC
+	// DataVersion is the member's status.dataVersion: the etcd version its data was last written
+	// by, recorded while its etcd ran; nil when never recorded.
+	DataVersion *v1alpha1.DataVersion
 	// Defrag is the member's defragmentation record (status.defragmentation); nil when none.
 	Defrag *v1alpha1.MemberDefragmentation
 	// DefragScheduled: spec.maintenance.defragmentation.schedule has fired since the member was
@@ -144,6 +147,10 @@ type Pod struct {
 	// DataLost is the data check's verdict when the etcd container refused to start on its data
 	// directory (empty, or another member's; internal/datacheck); "" otherwise.
 	DataLost string
+	// VersionRefused is the data check's verdict when the etcd container refused to start because
+	// its etcd is more than one minor newer than the data's storage version, or older than it
+	// (internal/datacheck); "" otherwise. The data is intact: it is never replaced for this.
+	VersionRefused string
 	// ForceNewCluster: the Pod was built to start etcd with --force-new-cluster (a quorum
 	// recovery's survivor).
 	ForceNewCluster bool

@@ -221,6 +221,9 @@ func TestVersionHoldReadsRunningVersions(t *testing.T) {
 		f.m(m).Template.Version = "3.6.4" // recorded on every member ...
 		if m != "c-2" {
 			f.m(m).Pod.Template.Version, f.ep(m).Version = "3.6.4", "3.6.4"
+			// The storage version etcd 3.6 reports once the cluster runs 3.6, here ahead of c-2's
+			// so that only what c-2 runs holds the edit (the data's own word: dataversion_test.go).
+			f.ep(m).StorageVersion = "3.6.0"
 		}
 	}
 	f.Cluster.Spec.Version = "3.7.0" // ... while c-2 still runs 3.5 (its Pod was seen late)
@@ -232,7 +235,7 @@ func TestVersionHoldReadsRunningVersions(t *testing.T) {
 	if d := Plan(f); d.Action.Kind == AdoptSpec || !strings.Contains(d.AdoptionRefused, "runs 3.5.17") {
 		t.Fatalf("adopted 3.7.0 while c-2's etcd reports 3.5.17: %s", d.Action)
 	}
-	f.ep("c-2").Version = "3.6.4"
+	f.ep("c-2").Version, f.ep("c-2").StorageVersion = "3.6.4", "3.6.0"
 	if d := Plan(f); d.Action.Kind != AdoptSpec {
 		t.Fatalf("every member runs 3.6: 3.7.0 must be adopted, got %s (%s)", d.Action, d.AdoptionRefused)
 	}

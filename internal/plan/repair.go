@@ -25,6 +25,9 @@ func (v *view) restore() (Action, bool) {
 			if a, ok := v.adoptBeforeCreate(); ok {
 				return a, true
 			}
+			if why := v.dataRefusal(m); why != "" {
+				return wait(ReasonVersionSkew, "not recreating %s's Pod: %s", m.Name, why), true
+			}
 			return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
 		case m.Pod.Failed && !m.Pod.Deleting:
 			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonPodFailed,
@@ -42,6 +45,9 @@ func (v *view) repair() (Action, bool) {
 	for _, m := range v.active() {
 		if m.Phase != v1alpha1.MemberRunning || !m.voter() {
 			continue
+		}
+		if a, ok := v.versionRefused(m); ok {
+			return a, true
 		}
 		switch {
 		case !m.Pod.Exists && (v.f.memory() || !m.PVC.Exists || m.PVC.Deleting):

@@ -31,6 +31,9 @@ func (v *view) roll() (Action, bool) {
 		return Action{}, false
 	}
 	victim := order[0]
+	if why := v.dataRefusal(victim); why != "" && !v.f.memory() {
+		return wait(ReasonVersionSkew, "not rolling %s: %s", victim.Name, why), true
+	}
 	kind, verb, k := disruption.Restart, "restarting", DeletePod
 	switch {
 	case victim.Pod.ImageOnly && victim.Pod.Exists && !victim.Pod.Deleting && !victim.TrustOutdated && !v.podBehind(victim):

@@ -233,6 +233,7 @@ func (w *world) etcdFacts() health.Facts {
 			h.Members = append(h.Members, health.Member{ID: e.id, Name: e.name, PeerURLs: []string{e.peerURL}, IsLearner: e.learner})
 		}
 	}
+	storage := w.storageVersion()
 	for _, e := range w.etcd {
 		m := w.memberOf(e)
 		if m == nil || !w.up(e) {
@@ -242,9 +243,33 @@ func (w *world) etcdFacts() health.Facts {
 		h.Endpoints = append(h.Endpoints, health.Endpoint{
 			Member: m.name, Reachable: true, Healthy: ok, MemberID: e.id, LeaderID: w.leader,
 			AppliedIndex: e.applied, Version: m.pod.template.Version, ReadOK: ok && !e.learner && e.lag == 0,
+			StorageVersion: storage,
 		})
 	}
 	return h
+}
+
+// storageVersion is what etcd 3.6+ reports of its data: the cluster version (the lowest minor any
+// member runs) once that is 3.6 or later, none before.
+func (w *world) storageVersion() string {
+	low := [3]int{-1}
+	for _, e := range w.etcd {
+		m := w.memberOf(e)
+		if m == nil || m.pod == nil {
+			continue
+		}
+		v, ok := parseVersion(m.pod.template.Version)
+		if !ok {
+			return ""
+		}
+		if low[0] < 0 || v[0] < low[0] || v[0] == low[0] && v[1] < low[1] {
+			low = v
+		}
+	}
+	if low[0] < 3 || low[0] == 3 && low[1] < 6 {
+		return ""
+	}
+	return strconv.Itoa(low[0]) + "." + strconv.Itoa(low[1]) + ".0"
 }
 
 // clusterID is recorded by the controller once it read a member list.

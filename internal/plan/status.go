@@ -21,6 +21,7 @@ func (v *view) fillStatus(d *Decision) {
 	t := v.target
 	d.Target = &t
 	d.Changes = map[string]Change{}
+	d.DataVersions = v.memberDataVersions()
 	for _, m := range v.active() {
 		d.Changes[m.Name] = m.change
 		if v.outdated(m) {
@@ -244,6 +245,8 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 		case m.Pod.Deleting && v.olderThan(m.Pod.DeletingSince, v.lim.StuckTerminating):
 			add(ReasonPodStuckTerminating, m.Name, fmt.Sprintf("Pod terminating for %s; its node may be lost",
 				v.f.Now.Sub(m.Pod.DeletingSince).Round(time.Second)))
+		case m.Pod.Exists && m.Pod.VersionRefused != "":
+			add(ReasonVersionSkew, m.Name, "etcd refused to start on its data: "+m.Pod.VersionRefused)
 		case v.oomLooping(m):
 			add(ReasonOOMKilled, m.Name, fmt.Sprintf("OOM-killed %d times; raise resources.limits.memory", m.Pod.RestartCount))
 		case v.crashLooping(m):

@@ -93,16 +93,21 @@ func (v *view) versionRefusal() string {
 type runningVersion struct{ version, source string }
 
 // runningVersions are every version a member may be running: its recorded template, the template its
-// Pod was built from, and the server version its etcd reports.
+// Pod was built from, the server version its etcd reports, and what its data holds the next etcd to
+// (which is all that is left while neither Pod nor endpoint exists). A Pod whose etcd the data check
+// refused for its version never ran it: its template, and the record written before it, say nothing.
 func (v *view) runningVersions(m *memberView) []runningVersion {
-	out := []runningVersion{{m.Template.Version, "is recorded at"}}
-	if t := m.Pod.Template; m.Pod.Exists && t != nil {
-		out = append(out, runningVersion{t.Version, "has a Pod built for"})
+	var out []runningVersion
+	if !m.Pod.Exists || m.Pod.VersionRefused == "" {
+		out = append(out, runningVersion{m.Template.Version, "is recorded at"})
+		if t := m.Pod.Template; m.Pod.Exists && t != nil {
+			out = append(out, runningVersion{t.Version, "has a Pod built for"})
+		}
 	}
 	if m.ep != nil && m.ep.Reachable && m.ep.Version != "" {
 		out = append(out, runningVersion{m.ep.Version, "runs"})
 	}
-	return out
+	return append(out, dataVersions(m.dataVersion())...)
 }
 
 // versionWarning reports versions that cannot be parsed: accepted, but unchecked.

@@ -142,8 +142,9 @@ func (m *memberView) available() bool {
 
 // crashLooping: restarting over and over, now, for a reason a fresh member can fix. An OOM kill is
 // not one: a replacement gets the same memory limit and dies the same way; the user has to raise it.
+// Nor is an etcd the data check refused for its version: the data is fine, the version is not.
 func (v *view) crashLooping(m *memberView) bool {
-	return v.restartLooping(m) && m.Pod.LastTerminationReason != "OOMKilled"
+	return v.restartLooping(m) && m.Pod.LastTerminationReason != "OOMKilled" && m.Pod.VersionRefused == ""
 }
 
 func (v *view) oomLooping(m *memberView) bool {
