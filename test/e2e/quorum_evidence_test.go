@@ -44,14 +44,7 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	stop := watchNoRecovery(t, ns, "cut")
 
 	// 1. The operator cut off from two members; the one it reaches has a leader.
-	op, err := operatorPod(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opCut, err := partitionFrom(op, "manager", []string{ip("cut-1"), ip("cut-2")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	healOp := cutOperatorFrom(t, ip("cut-1"), ip("cut-2"))
 	phase := time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionTrue, "cannot reach cut-1, cut-2")
 	puts(t, c, "/cut-from-two/", keys, 100)
@@ -69,7 +62,7 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 		peerCut.rules = append(peerCut.rules, []string{"INPUT", "-s", ip(n), "-j", "DROP"}, []string{"OUTPUT", "-d", ip(n), "-j", "DROP"})
 	}
 	if err := peerCut.apply(); err != nil {
-		opCut.heal()
+		healOp()
 		t.Fatal(err)
 	}
 	phase = time.Now()
@@ -79,19 +72,16 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	puts(t, c, "/minority-side/", keys, 100) // some go to cut-0 and fail: only the acknowledged count
 	holdUntil(phase.Add(90 * time.Second))
 	peerCut.heal()
-	opCut.heal()
+	healOp()
 
 	// 3. The operator cut off from every member, a successful backup present.
 	waitAvailable(t, ns, "cut", metav1.ConditionTrue, "")
-	opCut, err = partitionFrom(op, "manager", []string{ip("cut-0"), ip("cut-1"), ip("cut-2")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	healOp = cutOperatorFrom(t, ip("cut-0"), ip("cut-1"), ip("cut-2"))
 	phase = time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionUnknown, "cannot reach cut-0, cut-1, cut-2")
 	puts(t, c, "/cut-from-all/", keys, 100)
 	holdUntil(phase.Add(90 * time.Second))
-	opCut.heal()
+	healOp()
 
 	waitSettled(t, ns, "cut", 3, 3*time.Minute)
 	stop()
@@ -108,6 +98,29 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	}
 	checkData(t, clientFor(t, ns, "cut"), "/", keys)
 	t.Logf("%d acknowledged writes readable after the three partitions", len(keys))
+}
+
+// cutOperatorFrom cuts the running operator off the given member IPs. Other scenarios restart the
+// operator meanwhile: heal finds the operator's container again, since a container restarted in
+// the same Pod keeps the Pod's network namespace and the rules in it (a new Pod starts without).
+func cutOperatorFrom(t *testing.T, ips ...string) (heal func()) {
+	t.Helper()
+	op, err := operatorPod(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := partitionFrom(op, "manager", ips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if cur, err := operatorPod(context.Background()); err == nil && cur.UID == op.UID {
+			if pids, err := containerPIDs(cur, "manager"); err == nil {
+				c.pid = pids[0]
+			}
+		}
+		c.heal()
+	}
 }
 
 // watchNoRecovery fails the test if status ever records a recovery in progress; stop ends it.
