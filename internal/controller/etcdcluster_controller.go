@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,7 +142,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.setBackupStatus(ctx, &ec); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
-	if err := r.writeStatus(ctx, base, &ec); err != nil {
+	if err := r.writeStatus(ctx, base, &ec, recoveryIntent(a)); err != nil {
+		if apierrors.IsConflict(err) {
+			// Decided from an object that has since changed: decide again from the newer one.
+			logger.V(1).Info("status changed since it was read; planning again")
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
 	r.warn(&ec, &base.Status)
@@ -177,6 +183,18 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.memberEvent(&ec, a.Member, corev1.EventTypeNormal, string(a.Kind), "%s", a.Message)
 	}
 	return ctrl.Result{RequeueAfter: afterAction}, nil
+}
+
+// recoveryIntent: the action's whole effect is the quorum-recovery record it writes to status, and
+// the stages that fence and discard run from that record, so it is written only onto the object
+// it was decided from (a reconcile that read a cache behind its own last write would otherwise
+// start a recovery twice, or re-run a stage).
+func recoveryIntent(a plan.Action) bool {
+	switch a.Kind {
+	case plan.StartRecovery, plan.RecoveryStep, plan.FinishRecovery, plan.AbortRecovery:
+		return true
+	}
+	return false
 }
 
 // settledRequeue comes back for the next certificate renewal if it falls before the usual check.

@@ -51,9 +51,9 @@ func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv
 	return r.ensureServices(ctx, ec)
 }
 
-// WriteStatus is the reconcile's status write.
-func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
-	return r.writeStatus(ctx, base, ec)
+// WriteStatus is the reconcile's status write; locked for an intent (RecoveryIntent).
+func (r *EtcdClusterReconciler) WriteStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster, locked bool) error {
+	return r.writeStatus(ctx, base, ec, locked)
 }
 
 // ImageHold is the reconcile's verdict on the Steward image for the plan (Facts.ImageHold).

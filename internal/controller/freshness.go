@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
@@ -14,31 +16,39 @@ import (
 // and repeat a step the write recorded (issue 23's e2e saw StartRecovery applied twice, 10 s
 // apart, from one trigger). Intent written first is only safe if it is also read back.
 type freshness struct {
-	written sync.Map // cluster UID -> writtenFrom
+	written sync.Map // cluster UID -> written
 }
 
-type writtenFrom struct {
-	resourceVersion string
-	at              time.Time
+type written struct {
+	base, result string // resourceVersions: what the write was based on, what it produced
+	at           time.Time
 }
 
 // freshWait bounds how long a reconcile waits for the cache to catch up with its own write: a
 // watch that lags longer (an API server restart) must not stop the cluster's reconciles.
 const freshWait = 5 * time.Second
 
-// wrote records that a status write was based on the object at base's resourceVersion.
-func (f *freshness) wrote(base *stewardv1.EtcdCluster, now time.Time) {
-	f.written.Store(base.UID, writtenFrom{resourceVersion: base.ResourceVersion, at: now})
+// wrote records that a status write based on base produced result.
+func (f *freshness) wrote(base, result *stewardv1.EtcdCluster, now time.Time) {
+	f.written.Store(base.UID, written{base: base.ResourceVersion, result: result.ResourceVersion, at: now})
 }
 
-// stale says whether the cached object still is the one the last write was based on.
+// stale says whether the cached object is older than the last write's result. The cache can sit
+// at any version between the write's base and its result (another writer's change in between):
+// each of those lacks what the write recorded. Versions are ordered with apimachinery's
+// comparison (integers, as every etcd-backed API server serves them); where they cannot be
+// ordered, only the write's base is known to be stale.
 func (f *freshness) stale(cached *stewardv1.EtcdCluster, now time.Time) bool {
 	v, ok := f.written.Load(cached.UID)
 	if !ok {
 		return false
 	}
-	w := v.(writtenFrom)
-	if w.resourceVersion != cached.ResourceVersion || now.Sub(w.at) > freshWait {
+	w := v.(written)
+	older := cached.ResourceVersion == w.base
+	if c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, w.result); err == nil {
+		older = c < 0
+	}
+	if !older || now.Sub(w.at) > freshWait {
 		f.written.Delete(cached.UID)
 		return false
 	}

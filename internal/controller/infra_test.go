@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,17 +117,68 @@ func TestWriteStatusSkipsWhatTheAPIWouldNotKeep(t *testing.T) {
 	r := &controller.EtcdClusterReconciler{Client: c, APIReader: c}
 	next := base.DeepCopy()
 	next.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at.Add(300 * time.Millisecond))
-	if err := r.WriteStatus(ctx, &base, next); err != nil {
+	if err := r.WriteStatus(ctx, &base, next, false); err != nil {
 		t.Fatal(err)
 	}
 	if w := writes(); len(w) != 0 {
 		t.Errorf("a status equal to the stored one but for sub-second precision was written: %v", w)
 	}
 	next.Status.Conditions[0].Reason = "Changed"
-	if err := r.WriteStatus(ctx, &base, next); err != nil {
+	if err := r.WriteStatus(ctx, &base, next, false); err != nil {
 		t.Fatal(err)
 	}
 	if w := writes(); w["patch etcdclusters.etcd.steward.dev/status"] != 1 {
 		t.Errorf("a changed status: writes %v, want one status patch", w)
+	}
+}
+
+// A recovery intent decided from an object that has changed since (a cache behind the operator's
+// own last write) is refused by the API server, not recorded a second time; one decided from the
+// current object is written.
+func TestRecoveryIntentWrittenOnlyOntoWhatItWasDecidedFrom(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ec := unmanagedCluster(ns)
+	ec.UID = ""
+	ec.Spec.Paused = true
+	if err := env.Client.Create(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	var stale stewardv1.EtcdCluster
+	eventually(t, "the cluster as read", func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(ec), &stale) })
+	// Another writer moves the object on (here: a status write of the operator's own).
+	eventually(t, "a status write in between", func() error {
+		var cur stewardv1.EtcdCluster
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), &cur); err != nil {
+			return err
+		}
+		cur.Status.Conditions = []metav1.Condition{{Type: "Probe", Status: metav1.ConditionTrue, Reason: "Set", LastTransitionTime: metav1.Now()}}
+		return env.Client.Status().Update(ctx, &cur)
+	})
+	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client}
+	start := func(from *stewardv1.EtcdCluster) *stewardv1.EtcdCluster {
+		next := from.DeepCopy()
+		next.Status.QuorumRecovery = &stewardv1.QuorumRecoveryStatus{InProgress: &stewardv1.QuorumRecoveryProgress{
+			Survivor: "c-0", Stage: stewardv1.RecoveryFencing, Since: metav1.Now(), Trigger: "auto"}}
+		return next
+	}
+	if err := r.WriteStatus(ctx, &stale, start(&stale), true); !apierrors.IsConflict(err) {
+		t.Fatalf("an intent decided from a superseded object: err %v, want a Conflict", err)
+	}
+	var cur stewardv1.EtcdCluster
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Status.QuorumRecovery != nil {
+		t.Fatalf("the refused intent was recorded: %+v", cur.Status.QuorumRecovery)
+	}
+	if err := r.WriteStatus(ctx, &cur, start(&cur), true); err != nil {
+		t.Fatalf("an intent decided from the current object: %v", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if qr := cur.Status.QuorumRecovery; qr == nil || qr.InProgress == nil || qr.InProgress.Survivor != "c-0" {
+		t.Fatalf("the intent was not recorded: %+v", qr)
 	}
 }

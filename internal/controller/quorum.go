@@ -87,9 +87,13 @@ func (r *EtcdClusterReconciler) dropRecoverAnnotation(ctx context.Context, ec *s
 	}
 	patch := []byte(`{"metadata":{"annotations":{"` + stewardv1.AnnotationRecoverQuorum + `":null,"` +
 		stewardv1.AnnotationRecoverQuorumConfirm + `":null}}}`)
-	if err := r.Client.Patch(ctx, ec.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+	patched := ec.DeepCopy()
+	if err := r.Client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("removing the %s annotation: %w", stewardv1.AnnotationRecoverQuorum, err)
 	}
+	// The status written next is based on this version: a locked intent write must not conflict
+	// with this reconcile's own annotation change.
+	ec.ResourceVersion = patched.ResourceVersion
 	delete(ec.Annotations, stewardv1.AnnotationRecoverQuorum)
 	delete(ec.Annotations, stewardv1.AnnotationRecoverQuorumConfirm)
 	if why != "" {

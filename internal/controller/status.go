@@ -145,7 +145,9 @@ func (r *EtcdClusterReconciler) syncMemberStatus(ctx context.Context, o *observe
 // writeStatus patches status only when it changed: an idle cluster costs no writes. Changed means
 // the patch is not empty: a time that differs below a second (kept in whole seconds) or any other
 // difference the JSON does not carry is no change, and sending it cost a request per reconcile.
-func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster) error {
+// An intent (locked) is written only onto the object it was decided from: the patch carries that
+// resourceVersion, and the API server refuses it with a Conflict when the object has changed since.
+func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewardv1.EtcdCluster, locked bool) error {
 	if equality.Semantic.DeepEqual(base.Status, ec.Status) {
 		return nil
 	}
@@ -156,12 +158,32 @@ func (r *EtcdClusterReconciler) writeStatus(ctx context.Context, base, ec *stewa
 	if string(data) == "{}" {
 		return nil
 	}
+	if locked {
+		if data, err = withResourceVersion(data, ec.ResourceVersion); err != nil {
+			return err
+		}
+	}
 	// The patch computed once: sent as is rather than computed again by the client.
 	if err := r.Client.Status().Patch(ctx, ec, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.fresh.wrote(base, time.Now())
+	r.fresh.wrote(base, ec, time.Now())
 	return nil
+}
+
+// withResourceVersion adds metadata.resourceVersion to a merge patch: the optimistic lock.
+func withResourceVersion(data []byte, rv string) ([]byte, error) {
+	var patch map[string]any
+	if err := json.Unmarshal(data, &patch); err != nil {
+		return nil, err
+	}
+	md, _ := patch["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["resourceVersion"] = rv
+	patch["metadata"] = md
+	return json.Marshal(patch)
 }
 
 // digest is a short label for the observed template, for humans comparing status at a glance.
