@@ -123,10 +123,11 @@ type campaign struct {
 
 func runCampaign(t *testing.T, seed uint64, duration time.Duration) {
 	const name = "chaos"
-	// Seeds 1, 5, 9, ... run with Automatic quorum-loss recovery after its shortest delay: the
-	// faults never destroy a majority, so one that fires acted on a guess (InvNoRecovery).
+	// Half the seeds (0, 1, 4, 5, 8, 9, ...: CI's 1 and 5 of 1, 3, 5) run with Automatic
+	// quorum-loss recovery after a short delay: the faults never destroy a majority, so one that fires acted on a guess
+	// (InvNoRecovery).
 	automatic := func(ec *stewardv1.EtcdCluster) {
-		if seed%4 == 1 {
+		if seed/2%2 == 0 {
 			ec.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptr.To[int32](30)}
 		}
 	}
