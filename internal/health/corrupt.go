@@ -120,7 +120,11 @@ func (f Facts) HashSummary() string {
 			parts = append(parts, fmt.Sprintf("%s: no hash (%s)", name, h.Err))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s hash %08x at revision %d (compacted at %d)", name, h.Hash, h.Revision, h.CompactRevision))
+		compacted := fmt.Sprintf("compacted at %d", h.CompactRevision)
+		if h.CompactRevision < 0 {
+			compacted = "never compacted" // etcd's -1 before its first compaction
+		}
+		parts = append(parts, fmt.Sprintf("%s hash %08x at revision %d (%s)", name, h.Hash, h.Revision, compacted))
 	}
 	return strings.Join(parts, "; ")
 }

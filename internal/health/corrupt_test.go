@@ -140,4 +140,11 @@ func TestHashSummary(t *testing.T) {
 	if !strings.Contains(f.HashSummary(), "c-2: no hash") {
 		t.Error("the unanswered member is not named")
 	}
+	// etcd reports compact revision -1 before its first compaction: said in words, not as "-1".
+	never := h(1, 0x1a2b)
+	never.Member, never.CompactRevision = "c-0", -1
+	f.Hashes = []MemberHash{never}
+	if s, want := f.HashSummary(), "c-0 hash 00001a2b at revision 100 (never compacted)"; s != want {
+		t.Errorf("summary %q, want %q", s, want)
+	}
 }
