@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -234,5 +236,27 @@ func TestDecisionDataVersions(t *testing.T) {
 	f.m("c-1").DataVersion = nil
 	if got := Plan(f).DataVersions["c-1"]; got != nil {
 		t.Errorf("c-1 silent, nothing recorded: %+v", got)
+	}
+}
+
+// e2e TestVersionEditedAtEachTurn found status "settled" (Progressing and RollingUpdate False,
+// every member updated) while spec.version 3.7.3 waited for the storage version: every member ran
+// the adopted 3.6.16, and the refused edit showed nowhere a waiter would look. A spec not yet
+// adopted is not done: the plan waits (and comes back soon), and both conditions say why.
+func TestRefusedEditIsNotSettled(t *testing.T) {
+	f := healthyFacts(t, 3, "")
+	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.16" })
+	for _, n := range []string{"c-0", "c-1", "c-2"} {
+		f.runs(n, "3.6.16", "")
+	}
+	f.Cluster.Spec.Version = "3.7.3"
+	d := Plan(f)
+	if d.Action.Kind != Wait || d.Action.Reason != ReasonVersionSkew {
+		t.Fatalf("action %s, want a Wait %s while 3.7.3 is not adopted", d.Action, ReasonVersionSkew)
+	}
+	for _, c := range []string{ConditionProgressing, ConditionRollingUpdate} {
+		if got := d.Condition(c); got.Status != metav1.ConditionTrue || !strings.Contains(got.Message, "3.7.3") {
+			t.Errorf("%s = %s %s %q, want True naming 3.7.3", c, got.Status, got.Reason, got.Message)
+		}
 	}
 }

@@ -170,5 +170,10 @@ func (v *view) settle() (Action, bool) {
 	if v.rollBlocked != "" {
 		return wait(ReasonBlocked, "%s", v.rollBlocked), true
 	}
+	// A spec not adopted yet is not done, though every member runs the target: status must not
+	// say settled, and the wait comes back soon for what it waits on (a storage version).
+	if v.adoptRefused != "" {
+		return wait(ReasonVersionSkew, "the spec is not adopted yet: %s", v.adoptRefused), true
+	}
 	return Action{}, false
 }

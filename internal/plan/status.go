@@ -280,6 +280,10 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 // rollingUpdate stays True until every member runs the target and, after a roll, the gate passed.
 func (v *view) rollingUpdate(d *Decision) metav1.Condition {
 	a := d.Action
+	if len(d.Outdated) == 0 && v.adoptRefused != "" {
+		return cond(ConditionRollingUpdate, true, ReasonVersionSkew, "every member runs the target; the spec is not adopted yet: %s",
+			v.adoptRefused)
+	}
 	if len(d.Outdated) == 0 {
 		if v.rollingWasTrue() && !d.Gate.Passed() {
 			return cond(ConditionRollingUpdate, true, ReasonWaitingForHealth, "every member is updated; %s", d.Gate)
