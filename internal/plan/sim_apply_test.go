@@ -37,7 +37,8 @@ func (w *world) apply(f Facts, a Action) {
 		}
 	}
 	m := w.member(a.Member)
-	needMember := a.Kind != AdoptSpec && a.Kind != CreateMember && a.Kind != RemoveMember && a.Kind != MoveLeader
+	needMember := a.Kind != AdoptSpec && a.Kind != CreateMember && a.Kind != RemoveMember && a.Kind != MoveLeader &&
+		!recoveryKinds[a.Kind]
 	if needMember && m == nil {
 		w.staleOr("%s names unknown member %q", a.Kind, a.Member) // NotFound from the API server
 		return
@@ -73,7 +74,7 @@ func (w *world) apply(f Facts, a Action) {
 		}
 		w.ensurePVC(m)
 		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name], uid: w.newUID(),
-			revision: w.podRevision}
+			revision: w.podRevision, ev: evidencePod{forceNew: a.ForceNewCluster}}
 		w.events = append(w.events, event{step: w.step, kind: CreatePod, member: m.name, ordinal: m.ordinal, reason: a.Reason})
 	case PromoteLearner:
 		w.promote(m, a, crash)
@@ -90,6 +91,8 @@ func (w *world) apply(f Facts, a Action) {
 		}
 	case DeletePod, DeletePVC, RestartContainer:
 		w.disrupt(f, a)
+	case StartRecovery, RecoveryStep, AbortRecovery, FinishRecovery, DiscardMember, RecordDefragmentation:
+		w.applyEvidence(m, a)
 	default:
 		w.applyObject(m, a)
 	}
@@ -127,6 +130,8 @@ func (w *world) applyObject(m *wMember, a Action) {
 			w.staleOr("MoveLeader from %x, but %x leads", a.MemberID, w.leader) // etcd: not leader
 		case t == nil || !w.available(t):
 			w.staleOr("MoveLeader to %s, which is not an available voter", a.Target) // etcd: timeout
+		case w.kubeletUnready(t):
+			w.violate("MoveLeader to %s, whose Pod is not Ready for its container now", a.Target)
 		default:
 			w.leader = t.id
 		}
@@ -262,7 +267,9 @@ func (x effects) DeletePod(_ context.Context, name string) error {
 		w.staleOr("DeletePod %s: the Pod the plan judged is gone or terminating", name)
 		return nil
 	}
-	if e := w.entry(m); e != nil && !e.learner {
+	if x.a.Disruption != nil && x.a.Disruption.Kind == disruption.Fence {
+		w.fenced(x.a, m)
+	} else if e := w.entry(m); e != nil && !e.learner {
 		w.checkDisruption(e, "deleted the Pod of")
 		if w.memory() && w.cluster.Spec.Replicas != nil && *w.cluster.Spec.Replicas > 0 {
 			w.violate("deleted the Pod of memory voter %s: its data is lost", name)
@@ -340,6 +347,8 @@ func (w *world) checkDisruption(victim *wEtcd, what string) {
 			w.violate("%s %s while learner %x exists", what, victim.name, o.id)
 		case !w.available(o):
 			w.violate("%s %s while %s is unavailable", what, victim.name, o.name)
+		case w.kubeletUnready(o):
+			w.violate("%s %s while %s's Pod is not Ready for its container now", what, victim.name, o.name)
 		}
 	}
 }
@@ -410,7 +419,7 @@ func (w *world) checkStatusHonest() {
 			continue
 		}
 		switch {
-		case m.pod == nil || m.pod.deleting > 0:
+		case (m.pod == nil || m.pod.deleting > 0) && !w.deletedNow(m.name):
 			w.violate("status calls %s updated without a running Pod", m.name)
 		case Compare(m.pod.template, target, w.cluster.Spec.Storage.Medium).Has(ChangeRoll):
 			w.violate("status calls %s updated while its Pod runs an outdated template", m.name)
@@ -435,6 +444,7 @@ func (x effects) RestartContainer(_ context.Context, name string) error {
 		w.checkDisruption(e, "restarted in place")
 		w.record(x.a, m, e)
 	}
+	w.restartedInPlace(m)
 	m.pod.template.Image = w.observed().Image
 	m.pod.running, m.pod.age, m.pod.lastTerminated = false, 0, w.now
 	m.pod.restarts++

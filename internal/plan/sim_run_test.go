@@ -42,7 +42,7 @@ func (w *world) run(max int, hooks map[int]func(*world)) Decision {
 				w.violate("%s", p)
 			}
 		}
-		if len(w.errs) > 0 || (d.Action.Kind == Nothing && w.step-start >= lastHook(hooks)) {
+		if len(w.errs) > 0 || (d.Action.Kind == Nothing && w.step-start >= lastHook(hooks)) || (w.stop != nil && w.stop(w)) {
 			return d
 		}
 	}

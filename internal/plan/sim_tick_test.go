@@ -36,6 +36,7 @@ func (w *world) tick() {
 
 func (w *world) tickPod(m *wMember) {
 	p := m.pod
+	w.tickKubelet(p)
 	if p != nil && p.running && p.deleting == 0 {
 		p.resizing = false // the kubelet applies a resize to the running container
 	}
@@ -100,6 +101,7 @@ func (w *world) start(m *wMember) {
 	*data = e.id
 	e.name, e.started, e.lag = m.name, true, 1
 	p.running = true
+	w.started(m, e)
 }
 
 func (w *world) tickEtcd() {
@@ -156,7 +158,8 @@ func (w *world) facts() Facts {
 
 // liveFacts is what a read past the cache gathers: the world as it is now.
 func (w *world) liveFacts() Facts {
-	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, PodRevision: w.podRevision}
+	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, PodRevision: w.podRevision, Observer: w.ev.observer,
+		ReservedOrdinals: w.ev.reserved}
 	for _, m := range w.members {
 		w.observeMember(m)
 		f.Members = append(f.Members, w.memberFacts(m))
@@ -179,7 +182,7 @@ func (w *world) observeMember(m *wMember) {
 		m.replacing = false
 	}
 	if p := m.pod; p != nil {
-		switch ready := p.running && p.deleting == 0 && !p.unready; {
+		switch ready := w.reportedReady(p); {
 		case ready:
 			p.notReadySince = time.Time{}
 		case p.notReadySince.IsZero():
@@ -192,7 +195,7 @@ func (w *world) memberFacts(m *wMember) Member {
 	fm := Member{Name: m.name, Ordinal: m.ordinal, PeerURL: peerURL(m.name), Phase: m.phase, ID: m.id,
 		Deleting: m.deleting, Template: *m.template.DeepCopy(), Replacing: m.replacing, PhaseSince: m.phaseSince}
 	if p := m.pod; p != nil {
-		fm.Pod = Pod{Exists: true, Ready: p.running && p.deleting == 0 && !p.unready, Deleting: p.deleting > 0,
+		fm.Pod = Pod{Exists: true, Ready: w.reportedReady(p), Deleting: p.deleting > 0,
 			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
 			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy(), Revision: p.revision}
@@ -214,6 +217,7 @@ func (w *world) memberFacts(m *wMember) Member {
 			fm.Pod.LastTerminationReason = "Error"
 		}
 	}
+	w.evidenceFacts(m, &fm)
 	if v := m.pvc; v != nil {
 		fm.PVC = PVC{Exists: true, Deleting: v.deleting, Requested: v.requested.DeepCopy(),
 			Capacity: v.capacity.DeepCopy(), Resizable: w.resizable}
@@ -243,7 +247,7 @@ func (w *world) etcdFacts() health.Facts {
 		h.Endpoints = append(h.Endpoints, health.Endpoint{
 			Member: m.name, Reachable: true, Healthy: ok, MemberID: e.id, LeaderID: w.leader,
 			AppliedIndex: e.applied, Version: m.pod.template.Version, ReadOK: ok && !e.learner && e.lag == 0,
-			StorageVersion: storage,
+			StorageVersion: storage, RaftIndex: w.raftIndex(e),
 		})
 	}
 	return h
@@ -281,4 +285,5 @@ func (w *world) recordStatus(d Decision) {
 		meta.SetStatusCondition(&w.cluster.Status.Conditions, c)
 	}
 	w.cluster.Status.LastStep = d.Step
+	w.recordEvidence(d)
 }

@@ -71,6 +71,11 @@ type world struct {
 	trace    []string
 	events   []event // disruptions and membership changes, in order
 	errs     []string
+	// ev holds the knobs of the evidence sequences (sim_evidence_world_test.go): the operator
+	// process, the kubelet's reports, quorum recovery and data versions.
+	ev evidenceWorld
+	// stop ends a run early when it says so (after the step's checks).
+	stop func(*world) bool
 }
 
 type wMember struct {
@@ -87,6 +92,7 @@ type wMember struct {
 	phaseSince time.Time
 	seenPhase  v1alpha1.MemberPhase
 	everVoter  bool // it has been a voter: absent from etcd later, it is disrupted
+	ev         evidenceMember
 }
 
 type wPod struct {
@@ -112,12 +118,15 @@ type wPod struct {
 	// what the kubelet reports: when the Pod last turned unready, when etcd last exited.
 	notReadySince  time.Time
 	lastTerminated time.Time
+	ev             evidencePod
 }
 
 type wPVC struct {
 	requested, capacity resource.Quantity
 	data                uint64 // the member ID whose data the volume holds; 0 = empty
 	deleting            bool
+	// writtenBy and storage: the etcd version that last wrote the data, and its storage version.
+	writtenBy, storage string
 }
 
 type wEtcd struct {
