@@ -95,7 +95,9 @@ func TestPodFacts(t *testing.T) {
 		{"OOM-killed last time", pod(func(p *corev1.Pod) {
 			etcd(p).RestartCount = 1
 			etcd(p).LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137, FinishedAt: at}
-		}), func(f plan.Pod) bool { return f.LastTerminationReason == "OOMKilled" && f.RestartCount == 1 && !f.BackOff }},
+		}), func(f plan.Pod) bool {
+			return f.LastTerminationReason == "OOMKilled" && f.RestartCount == 1 && !f.BackOff
+		}},
 		// Only the kubelet's CrashLoopBackOff is a back-off; any other wait is a stopped container.
 		{"waiting for another reason", pod(func(p *corev1.Pod) {
 			etcd(p).State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
@@ -124,7 +126,9 @@ func TestPodFacts(t *testing.T) {
 			etcd(p).State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 			etcd(p).LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitDataLost,
 				Message: datacheck.MessagePrefix + "Truncated: the WAL ends early\n", Reason: "Error", FinishedAt: at}
-		}), func(f plan.Pod) bool { return f.BackOff && f.DataLost == "Truncated: the WAL ends early" && f.VersionRefused == "" }},
+		}), func(f plan.Pod) bool {
+			return f.BackOff && f.DataLost == "Truncated: the WAL ends early" && f.VersionRefused == ""
+		}},
 		{"the last termination's verdict wins over the current one's", pod(func(p *corev1.Pod) {
 			etcd(p).State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitVersionRefused,
 				Message: datacheck.MessagePrefix + "VersionRefused: now"}}
