@@ -91,7 +91,9 @@ func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (out
 		case batchv1.JobFailed:
 			why := c.Reason + ": " + c.Message
 			for _, p := range pods.Items {
-				if msg, ok := terminated(p, 1); ok {
+				// A Pod that left no message (killed before writing any) keeps the Job's reason:
+				// an empty reason would read as "still running", forever.
+				if msg, ok := terminated(p, 1); ok && strings.TrimSpace(msg) != "" {
 					why = resultError(msg)
 					break
 				}
