@@ -89,7 +89,12 @@ func watchTerminations(t *testing.T, ns, name string) func() []string {
 					continue
 				}
 				for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-					if term == nil || term.ExitCode == 0 || term.ExitCode == 137 || term.ExitCode == 143 {
+					// Only what a start on refused data ends with: the data check's verdict (its
+					// exit code, its message) or etcd's own fatal exit (1). A container the kubelet
+					// stopped for an in-place restart ends otherwise (143, and exit 2 was seen too).
+					refused := term != nil && (term.ExitCode == datacheck.ExitVersionRefused || term.ExitCode == 1 ||
+						strings.HasPrefix(term.Message, datacheck.MessagePrefix))
+					if !refused {
 						continue
 					}
 					key := fmt.Sprintf("%s/%s/%d", p.Name, term.ContainerID, term.ExitCode)
