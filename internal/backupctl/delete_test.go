@@ -358,7 +358,7 @@ func TestFinalizeGivesUpOnAFailedDeleteJob(t *testing.T) {
 		if !f.gone(b.Name) {
 			t.Error("a Job failed without a result holds the backup")
 		}
-		if ev := f.events.find("BackupObjectLeft"); len(ev) != 1 || !strings.Contains(ev[0], string(batchv1.JobReasonBackoffLimitExceeded)) {
+		if ev := f.events.find("BackupObjectLeft"); len(ev) != 1 || !strings.Contains(ev[0], batchv1.JobReasonBackoffLimitExceeded) {
 			t.Errorf("events %v, want one BackupObjectLeft naming the Job's reason", f.events.list)
 		}
 	})
