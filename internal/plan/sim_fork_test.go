@@ -45,6 +45,7 @@ func (w *world) fork() *world {
 	}
 	c.unschedulable = map[string]bool{}
 	c.trace, c.events, c.errs, c.check, c.liveness = nil, nil, nil, nil, false
+	c.seq, c.recording = nil, false
 	return &c
 }
 

@@ -31,6 +31,7 @@ func (w *world) run(max int, hooks map[int]func(*world)) Decision {
 		}
 		w.last = d
 		w.logf("%-60s %s", d.Action.String(), d.Action.Message)
+		w.noteStep(d.Action)
 		w.apply(f, d.Action)
 		w.recordStatus(d)
 		w.checkInvariants()

@@ -69,8 +69,11 @@ type world struct {
 	// way back to healthy (sim_fork_test.go).
 	liveness bool
 	trace    []string
-	events   []event // disruptions and membership changes, in order
-	errs     []string
+	// seq is the golden action sequence (sim_golden_test.go); recording is false for forks.
+	seq       []string
+	recording bool
+	events    []event // disruptions and membership changes, in order
+	errs      []string
 	// ev holds the knobs of the evidence sequences (sim_evidence_world_test.go): the operator
 	// process, the kubelet's reports, quorum recovery and data versions.
 	ev evidenceWorld
@@ -160,10 +163,12 @@ func newWorld(t testing.TB, replicas int32, medium v1alpha1.StorageMedium) *worl
 	c.Spec.Replicas = ptrTo(replicas)
 	c.Spec.MemberTemplate = template("3.5.17")
 	c.Spec.Storage.Medium = medium
-	return &world{
+	w := &world{
 		t: t, rng: rand.New(rand.NewSource(1)), cluster: c, faults: map[string]bool{}, unschedulable: map[string]bool{},
 		now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), nextID: 0x10, index: 1000, resizable: true, liveness: true,
 	}
+	w.recordSequence()
+	return w
 }
 
 func peerURL(name string) string { return fmt.Sprintf("http://%s.c.ns.svc:2380", name) }
