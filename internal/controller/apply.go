@@ -33,18 +33,14 @@ var errRetry = errors.New("not yet")
 func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, a plan.Action) error {
 	m := o.members[a.Member]
 	// An etcd member no EtcdMember claims (an orphan) can still be removed or lose leadership.
-	orphan := m == nil && a.MemberID != 0 && (a.Kind == plan.RemoveMember || a.Kind == plan.MoveLeader)
-	needMember := a.Kind != plan.AdoptSpec && a.Kind != plan.CreateMember && a.Kind != plan.Nothing && a.Kind != plan.Wait &&
-		a.Kind != plan.Compact && a.Kind != plan.DisarmAlarm && a.Kind != plan.StartRecovery && a.Kind != plan.RecoveryStep &&
-		a.Kind != plan.FinishRecovery && a.Kind != plan.AbortRecovery
-	if needMember && m == nil && !orphan {
+	orphan := m == nil && a.MemberID != 0 && a.Kind.OrphanAllowed()
+	if a.Kind.NeedsMember() && m == nil && !orphan {
 		return fmt.Errorf("%s: member %q not found", a.Kind, a.Member)
 	}
 	if a.Kind == plan.Defragment {
 		return r.defragment(ctx, ec, o, m, a)
 	}
-	switch a.Kind {
-	case plan.StartRecovery, plan.RecoveryStep, plan.DiscardMember, plan.FinishRecovery, plan.AbortRecovery:
+	if a.Kind.Recovery() {
 		return r.applyRecovery(ctx, ec, o, a)
 	}
 	if a.Disruption != nil {

@@ -158,7 +158,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if a.Reason == plan.ReasonWaitingForHealth {
 		r.Metrics.GateHeld(ec.Namespace, ec.Name, string(d.Gate.Check))
 	}
-	if applyErr == nil && a.Is() && a.Kind != plan.Wait {
+	if applyErr == nil && a.Acts() {
 		kind := ""
 		if a.Disruption != nil {
 			kind = string(a.Disruption.Kind)

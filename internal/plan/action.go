@@ -158,8 +158,8 @@ func (a Action) String() string {
 	return s
 }
 
-// Is reports whether the action is a real step (not Nothing or Wait).
-func (a Action) Is() bool { return a.Kind != Nothing && a.Kind != Wait }
+// Acts reports whether the action changes something (it is not Nothing or Wait).
+func (a Action) Acts() bool { return a.Kind.Acts() }
 
 func act(k Kind, member string, reason Reason, format string, args ...any) Action {
 	return Action{Kind: k, Member: member, Reason: reason, Message: fmt.Sprintf(format, args...)}

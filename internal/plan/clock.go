@@ -24,9 +24,9 @@ func (v *view) nextStep(a Action) *v1alpha1.StepRecord {
 	switch {
 	case a.Kind == Nothing:
 		return nil
-	case a.Is() && (prev == nil || a.Member == "" || prev.Member != a.Member):
+	case a.Acts() && (prev == nil || a.Member == "" || prev.Member != a.Member):
 		return &v1alpha1.StepRecord{Action: a.String(), Member: a.Member, Since: now}
-	case a.Is():
+	case a.Acts():
 		return &v1alpha1.StepRecord{Action: a.String(), Member: a.Member, Since: prev.Since}
 	case prev == nil:
 		return &v1alpha1.StepRecord{Action: string(Wait), Since: now}

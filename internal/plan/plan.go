@@ -68,8 +68,7 @@ func (v *view) decide() Action {
 // authentication). A cluster with certificate work in flight is not reported as reconciled.
 func (v *view) tlsGate(a Action) Action {
 	t := v.f.TLS
-	starts := a.Kind == CreatePod || a.Kind == BootstrapSeed || a.Kind == AddLearner
-	if t.Hold != "" && (starts || a.Disruption != nil || a.Kind == MoveLeader) {
+	if t.Hold != "" && (a.Kind.StartsMember() || a.Disruption != nil || a.Kind == MoveLeader) {
 		return wait(ReasonTLSHold, "%s waits for TLS material: %s", a, t.Hold)
 	}
 	if a.Kind == Nothing && t.Hold == "" && t.AwaitingClients {
@@ -90,8 +89,7 @@ func (v *view) imageGate(a Action) Action {
 		return a
 	}
 	// A new member (CreateMember) is held too: it would only wait for its Pod as a Pending member.
-	starts := a.Kind == CreatePod || a.Kind == BootstrapSeed || a.Kind == AddLearner || a.Kind == CreateMember
-	if starts || a.Disruption != nil || a.Kind == MoveLeader {
+	if a.Kind.StartsMember() || a.Kind == CreateMember || a.Disruption != nil || a.Kind == MoveLeader {
 		return wait(ReasonImageUnknown, "%s waits for the Steward image: %s", a, hold)
 	}
 	if a.Kind == Nothing {

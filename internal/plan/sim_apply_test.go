@@ -25,7 +25,7 @@ func (w *world) ensurePVC(m *wMember) {
 // crashRate > 0 an action may stop half-way (after the intent, or after the etcd call but before the
 // status write), as if the operator died there.
 func (w *world) apply(f Facts, a Action) {
-	if !a.Is() {
+	if !a.Acts() {
 		return
 	}
 	crash := w.rng.Float64() < w.crashRate
@@ -36,10 +36,13 @@ func (w *world) apply(f Facts, a Action) {
 			w.crashes++
 		}
 	}
+	if (a.Disruption != nil && !a.Kind.MayDisrupt()) || (a.Kind.Disrupts() && a.Disruption == nil) {
+		w.violate("%s: its Disruption (%v) does not match its kind", a, a.Disruption)
+	}
 	m := w.member(a.Member)
-	needMember := a.Kind != AdoptSpec && a.Kind != CreateMember && a.Kind != RemoveMember && a.Kind != MoveLeader &&
-		!recoveryKinds[a.Kind]
-	if needMember && m == nil {
+	// As the controller: a kind that needs its EtcdMember meets NotFound without it, unless it names
+	// an etcd member no EtcdMember claims.
+	if a.Kind.NeedsMember() && m == nil && !(a.MemberID != 0 && a.Kind.OrphanAllowed()) {
 		w.staleOr("%s names unknown member %q", a.Kind, a.Member) // NotFound from the API server
 		return
 	}

@@ -49,8 +49,6 @@ type evidencePod struct {
 	stale, probe int
 }
 
-var recoveryKinds = map[Kind]bool{StartRecovery: true, RecoveryStep: true, AbortRecovery: true, FinishRecovery: true, DiscardMember: true}
-
 func (w *world) newCID() string { w.ev.cids++; return fmt.Sprintf("containerd://%d", w.ev.cids) }
 
 // tickKubelet: the kubelet catches up with an in-place restart, then the new container's probe.

@@ -145,7 +145,7 @@ func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
 	switch {
 	case v.rollBlocked != "":
 		r.WaitingFor = v.rollBlocked
-	case !d.Action.Is():
+	case !d.Action.Acts():
 		r.WaitingFor = d.Action.Message
 	}
 	return r

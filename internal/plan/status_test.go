@@ -264,7 +264,7 @@ func TestActionString(t *testing.T) {
 	if s := (Action{Kind: CreateMember, Member: "c-3", Ordinal: 3}).String(); s != "CreateMember c-3 #3" {
 		t.Errorf("%q", s)
 	}
-	if (Action{Kind: Wait}).Is() || (Action{Kind: Nothing}).Is() || !(Action{Kind: DeletePod}).Is() {
+	if (Action{Kind: Wait}).Acts() || (Action{Kind: Nothing}).Acts() || !(Action{Kind: DeletePod}).Acts() {
 		t.Errorf("Is() wrong")
 	}
 }
