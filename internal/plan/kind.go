@@ -53,8 +53,9 @@ func (k Kind) StartsMember() bool {
 
 // Disrupts: every action of the kind takes a member, or its data, away for a while, so the plan
 // sets its Disruption and the controller carries it out through the chokepoint
-// (disruption.Disrupter). DeleteMember is not among them: it carries a Disruption when it starts
-// the scale-down of a member that is in etcd, and none when it drops a member that never joined.
+// (disruption.Disrupter); no action of another kind carries one. DeleteMember is not among them:
+// deleting the object is only the intent of a scale-down, whose MemberRemove follows (a
+// RemoveMember) through the chokepoint.
 func (k Kind) Disrupts() bool {
 	//exhaustive:enforce
 	switch k {
@@ -68,9 +69,6 @@ func (k Kind) Disrupts() bool {
 	}
 	return false
 }
-
-// MayDisrupt: an action of the kind may carry a Disruption (Disrupts, and DeleteMember).
-func (k Kind) MayDisrupt() bool { return k.Disrupts() || k == DeleteMember }
 
 // Recovery: the kind is a quorum recovery's bookkeeping (the controller's applyRecovery).
 func (k Kind) Recovery() bool {

@@ -44,7 +44,7 @@ func TestKindsListsEveryDeclaredKind(t *testing.T) {
 }
 
 func TestKindProperties(t *testing.T) {
-	type props struct{ acts, member, orphan, starts, disrupts, may, recovery bool }
+	type props struct{ acts, member, orphan, starts, disrupts, recovery bool }
 	want := map[Kind]props{
 		Nothing:               {},
 		Wait:                  {},
@@ -55,18 +55,18 @@ func TestKindProperties(t *testing.T) {
 		CreatePod:             {acts: true, member: true, starts: true},
 		PromoteLearner:        {acts: true, member: true},
 		RecordPhase:           {acts: true, member: true},
-		RemoveMember:          {acts: true, member: true, orphan: true, disrupts: true, may: true},
-		DeletePod:             {acts: true, member: true, disrupts: true, may: true},
-		DeletePVC:             {acts: true, member: true, disrupts: true, may: true},
+		RemoveMember:          {acts: true, member: true, orphan: true, disrupts: true},
+		DeletePod:             {acts: true, member: true, disrupts: true},
+		DeletePVC:             {acts: true, member: true, disrupts: true},
 		ResetMember:           {acts: true, member: true},
-		DeleteMember:          {acts: true, member: true, may: true},
+		DeleteMember:          {acts: true, member: true},
 		FinalizeMember:        {acts: true, member: true},
 		MoveLeader:            {acts: true, member: true, orphan: true},
-		RestartContainer:      {acts: true, member: true, disrupts: true, may: true},
+		RestartContainer:      {acts: true, member: true, disrupts: true},
 		ResizePod:             {acts: true, member: true},
 		RecordTemplate:        {acts: true, member: true},
 		PatchPodMetadata:      {acts: true, member: true},
-		Defragment:            {acts: true, member: true, disrupts: true, may: true},
+		Defragment:            {acts: true, member: true, disrupts: true},
 		RecordDefragmentation: {acts: true, member: true},
 		Compact:               {acts: true},
 		DisarmAlarm:           {acts: true},
@@ -83,7 +83,7 @@ func TestKindProperties(t *testing.T) {
 			t.Errorf("%s: no expectation in this table", k)
 			continue
 		}
-		got := props{k.Acts(), k.NeedsMember(), k.OrphanAllowed(), k.StartsMember(), k.Disrupts(), k.MayDisrupt(), k.Recovery()}
+		got := props{k.Acts(), k.NeedsMember(), k.OrphanAllowed(), k.StartsMember(), k.Disrupts(), k.Recovery()}
 		if got != w {
 			t.Errorf("%s: got %+v, want %+v", k, got, w)
 		}

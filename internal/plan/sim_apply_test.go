@@ -36,7 +36,7 @@ func (w *world) apply(f Facts, a Action) {
 			w.crashes++
 		}
 	}
-	if (a.Disruption != nil && !a.Kind.MayDisrupt()) || (a.Kind.Disrupts() && a.Disruption == nil) {
+	if (a.Disruption != nil) != a.Kind.Disrupts() {
 		w.violate("%s: its Disruption (%v) does not match its kind", a, a.Disruption)
 	}
 	m := w.member(a.Member)
