@@ -108,7 +108,7 @@ func (v *view) dormant() (Action, bool) {
 	}
 	if v.f.Etcd.MemberListKnown() {
 		// Finish a membership step first so nothing is left half-done while dormant.
-		if a, ok := v.halfDoneMembership(); ok {
+		if a, ok, _ := v.halfDoneMembership(); ok {
 			return a, true
 		}
 	}

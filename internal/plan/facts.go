@@ -2,17 +2,8 @@
 // action. It is pure (no clients, no I/O, no clock: time comes in as Facts.Now), so every decision is
 // table-testable and a restarted operator decides the same thing from the same facts.
 //
-// Priority (design brief, invariant 3; issues 4, 5 and 10): paused → identity mismatch holds →
-// bootstrap → dormant → quorum lost → restore a PVC member's Pod where that disrupts nobody →
-// finish a half-done membership change (learners first: never two) → adopt a spec change at a safe
-// point → repair one failed member → add a pending member → a removal waiting for health → roll one
-// outdated member → scale one step → housekeeping → wait for the recovery gate → nothing.
-//
-// Two choices refine the brief's order. A half-done membership change is finished before a new
-// repair starts, because the repair would be a second disruption while the first is in flight.
-// Adoption of a spec edit comes before repair, because a repair builds from the target: a member
-// broken by a bad spec must be rebuilt from the corrected one (the etcd-io workflow's misconfigured
-// member), and nothing is ever created already outdated.
+// The priority order is the step list in steps.go (docs/rollout.md prints it, generated); each
+// step returns a typed outcome, and the filters in Plan (pause, TLS, image) come after it.
 //
 // Every disruption the plan proposes has already passed disruption.Check on the same facts; the
 // controller must still carry it out through a disruption.Disrupter, which checks again.

@@ -11,25 +11,39 @@ import (
 // halfDone finishes what a previous reconcile started, deciding from the live member list whether
 // the etcd call behind each recorded intent already happened (invariant 5). Nothing new starts while
 // a Pod is on its way out.
-func (v *view) halfDone() (Action, bool) {
-	if a, ok := v.halfDoneMembership(); ok {
-		return a, true
-	}
-	for _, m := range v.members {
-		if m.inEtcd() && m.Pod.Exists && m.Pod.Deleting {
-			return v.terminating(m), true
+// A removal the chokepoint refuses for now comes back as a note (removalWait) for waitingRemoval.
+func (v *view) halfDoneStep(notes) outcome {
+	a, ok, waiting := v.halfDoneMembership()
+	if !ok {
+		for _, m := range v.members {
+			if m.inEtcd() && m.Pod.Exists && m.Pod.Deleting {
+				a, ok = v.terminating(m), true
+				break
+			}
 		}
 	}
-	return Action{}, false
+	o := decidedIf(a, ok)
+	o.notes.removalWait = waiting
+	return o
 }
 
-func (v *view) halfDoneMembership() (Action, bool) {
-	for _, s := range []step{v.recordPhases, v.learners, v.removals, v.orphanMembers} {
-		if a, ok := s(); ok {
-			return a, true
-		}
+// halfDoneMembership: recorded phases first, then learners, removals, orphans. waiting is the
+// first removal the chokepoint refused for now, when the removals ran.
+func (v *view) halfDoneMembership() (a Action, ok bool, waiting *Action) {
+	if a, ok := v.recordPhases(); ok {
+		return a, true, nil
 	}
-	return Action{}, false
+	if a, ok := v.learners(); ok {
+		return a, true, nil
+	}
+	a, ok, waiting = v.removals()
+	if ok {
+		return a, true, waiting
+	}
+	if a, ok := v.orphanMembers(); ok {
+		return a, true, waiting
+	}
+	return Action{}, false, waiting
 }
 
 // recordPhases brings recorded phases in line with the live member list.
@@ -131,31 +145,31 @@ func (v *view) learner(l *memberView) Action {
 // removals finish removals: out of etcd first (leader handed off before), then the Pod, then the
 // data, then the member is finalized (scale-down) or reset to a fresh one (replacement).
 //
-// A removal the chokepoint refuses for now is kept aside (v.removalWait) rather than returned, so the
+// A removal the chokepoint refuses for now is kept aside (waiting) rather than returned, so the
 // repair of another member, which is what the removal usually waits for, still runs.
-func (v *view) removals() (Action, bool) {
+func (v *view) removals() (_ Action, _ bool, waiting *Action) {
 	for i := len(v.members) - 1; i >= 0; i-- {
 		m := v.members[i]
 		if !m.Deleting && m.Phase != v1alpha1.MemberRemoving {
 			continue
 		}
 		if !m.inEtcd() {
-			return v.cleanUp(m), true
+			return v.cleanUp(m), true, waiting
 		}
 		if m.leader {
-			return v.moveLeader(m, "removing it"), true
+			return v.moveLeader(m, "removing it"), true, waiting
 		}
 		a, _ := v.disrupt(act(RemoveMember, m.Name, ReasonRemoving, "removing %s from etcd", m.Name), v.removalKind(m))
 		if a.Kind == Wait {
-			if v.removalWait == nil {
-				v.removalWait = &a
+			if waiting == nil {
+				waiting = &a
 			}
 			continue
 		}
 		a.MemberID = m.id()
-		return a, true
+		return a, true, waiting
 	}
-	return Action{}, false
+	return Action{}, false, waiting
 }
 
 // removalKind: a member leaving for good shrinks the voter set; one removed to be replaced does not.
@@ -167,11 +181,11 @@ func (v *view) removalKind(m *memberView) disruption.Kind {
 }
 
 // waitingRemoval reports the removal that waited for the cluster to heal, once nothing repairs it.
-func (v *view) waitingRemoval() (Action, bool) {
-	if v.removalWait == nil {
-		return Action{}, false
+func (v *view) waitingRemoval(before notes) outcome {
+	if before.removalWait == nil {
+		return pass()
 	}
-	return *v.removalWait, true
+	return decided(*before.removalWait)
 }
 
 // cleanUp removes what is left of a member that is out of etcd.

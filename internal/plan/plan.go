@@ -6,19 +6,15 @@ import (
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
-// step decides, or passes (false) to the next step in priority order.
-type step func() (Action, bool)
-
-// Plan decides the one next action from the facts, and what status should say.
+// Plan decides the one next action from the facts, and what status should say. The steps decide
+// (steps.go); then the filters below, in this order and nowhere else, may turn the action into a
+// wait: spec.paused, the TLS gate, the image gate.
 func Plan(f Facts) Decision {
 	v := newView(&f)
-	a := v.decide()
+	a, n := v.decide()
+	n.adoptRefused = v.adoptionRefusal()
 	d := Decision{}
-	if f.Cluster.Spec.Paused {
-		next := a
-		d.Next = &next
-		a = wait(ReasonPaused, "spec.paused is set: no roll or scale step runs; next would be: %s", next)
-	}
+	a = v.pauseFilter(a, &d)
 	if (d.Next != nil && d.Next.Kind == AdoptSpec) || a.Kind == AdoptSpec {
 		// Status should already show the plan for the spec about to be adopted.
 		v.setTarget(f.specTemplate())
@@ -26,41 +22,18 @@ func Plan(f Facts) Decision {
 	a = v.tlsGate(a)
 	a = v.imageGate(a)
 	d.Action = a
-	v.fillStatus(&d)
+	v.fillStatus(&d, n)
 	return d
 }
 
-// decide walks the priority order of the design brief (invariant 3).
-func (v *view) decide() Action {
-	steps := []step{
-		v.clusterDeleting,
-		v.initialTarget,
-		v.identity,
-		v.bootstrap,
-		v.dormant,
-		v.quorumRecovery,
-		v.quorumLost,
-		v.defragInterrupted,
-		v.restore,
-		v.halfDone,
-		v.corruption,
-		v.adopt,
-		v.repair,
-		v.noSpace,
-		v.pending,
-		v.waitingRemoval,
-		v.roll,
-		v.scale,
-		v.housekeeping,
-		v.defragment,
-		v.settle,
+// pauseFilter: spec.paused stops every action; status shows the one that would run next.
+func (v *view) pauseFilter(a Action, d *Decision) Action {
+	if !v.f.Cluster.Spec.Paused {
+		return a
 	}
-	for _, s := range steps {
-		if a, ok := s(); ok {
-			return a
-		}
-	}
-	return act(Nothing, "", ReasonReconciled, "every member runs the observed template and is healthy")
+	next := a
+	d.Next = &next
+	return wait(ReasonPaused, "spec.paused is set: no roll or scale step runs; next would be: %s", next)
 }
 
 // tlsGate fails closed while TLS material is not ready: nothing that starts a Pod or takes a member
@@ -127,11 +100,20 @@ func (v *view) adopt() (Action, bool) {
 	if v.f.specAdopted() || !v.safePoint() {
 		return Action{}, false
 	}
-	if why := v.versionRefusal(); why != "" {
-		v.adoptRefused = why
+	if v.adoptionRefusal() != "" {
 		return Action{}, false
 	}
 	return act(AdoptSpec, "", ReasonSpecChanged, "adopting the changed spec as the new target"), true
+}
+
+// adoptionRefusal says why the spec cannot be adopted now although it differs from the target and
+// nothing is in flight: a member could not take its version step. "" when it can, or when adoption
+// is not due (adopted already, or not at a safe point).
+func (v *view) adoptionRefusal() string {
+	if v.f.specAdopted() || !v.safePoint() {
+		return ""
+	}
+	return v.versionRefusal()
 }
 
 // adoptBeforeCreate adopts the spec before anything is built from the target, so nothing is created
@@ -161,17 +143,17 @@ func (v *view) disrupt(a Action, kind disruption.Kind) (res Action, blocked bool
 // (issue 5: completion is honest). Waiting, not Nothing, also makes the controller come back: etcd's
 // recovery shows in no Kubernetes object it watches.
 // A roll that is blocked until the user acts is a Wait too, with the reason.
-func (v *view) settle() (Action, bool) {
+func (v *view) settle(before notes) outcome {
 	if r := v.gate(); !r.Passed() {
-		return wait(ReasonWaitingForHealth, "waiting for the cluster to recover: %s", r), true
+		return decided(wait(ReasonWaitingForHealth, "waiting for the cluster to recover: %s", r))
 	}
-	if v.rollBlocked != "" {
-		return wait(ReasonBlocked, "%s", v.rollBlocked), true
+	if before.rollBlocked != "" {
+		return decided(wait(ReasonBlocked, "%s", before.rollBlocked))
 	}
 	// A spec not adopted yet is not done, though every member runs the target: status must not
 	// say settled, and the wait comes back soon for what it waits on (a storage version).
-	if v.adoptRefused != "" {
-		return wait(ReasonVersionSkew, "the spec is not adopted yet: %s", v.adoptRefused), true
+	if why := v.adoptionRefusal(); why != "" {
+		return decided(wait(ReasonVersionSkew, "the spec is not adopted yet: %s", why))
 	}
-	return Action{}, false
+	return pass()
 }

@@ -5,12 +5,12 @@ import (
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
-// restore gives a PVC voter back a working Pod where that disrupts nobody: a missing Pod is
+// recreatePods gives a PVC voter back a working Pod where that disrupts nobody: a missing Pod is
 // recreated on the member's own data, and a Failed Pod (evicted, or refused at admission after a
 // node reboot), whose containers never run again, is deleted so the next reconcile recreates it.
 // It runs before any half-done membership change, so a removal that waits for a healthy cluster can
 // never keep the repair that would make it healthy from running.
-func (v *view) restore() (Action, bool) {
+func (v *view) recreatePods() (Action, bool) {
 	if v.f.memory() {
 		return Action{}, false
 	}

@@ -7,32 +7,42 @@ import (
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
+// rollStep: a roll the chokepoint refuses for good passes with the refusal as a note (rollBlocked),
+// so a scale-out that would make it possible still runs.
+func (v *view) rollStep(notes) outcome {
+	a, ok, blocked := v.roll()
+	o := decidedIf(a, ok)
+	o.notes.rollBlocked = blocked
+	return o
+}
+
 // roll brings one outdated member to the target template (issue 5). Pod metadata is patched in place
 // first (no disruption); then the first member of the victim order is restarted (PVC) or replaced
 // (memory) once the recovery gate passed, leadership handed off before the leader is touched.
-func (v *view) roll() (Action, bool) {
+// blocked says why the roll waits for the user.
+func (v *view) roll() (_ Action, _ bool, blocked string) {
 	if v.f.strategy() == v1alpha1.OnDelete {
-		return Action{}, false // marked only: the user's Pod deletion triggers the rebuild (a repair)
+		return Action{}, false, "" // marked only: the user's Pod deletion triggers the rebuild (a repair)
 	}
 	for _, m := range v.active() {
 		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeMetadata) &&
 			!m.change.Has(ChangeRoll) && m.Pod.Exists && !m.Pod.Deleting {
-			return act(PatchPodMetadata, m.Name, ReasonPatchingMetadata, "patching %s's Pod labels and annotations in place", m.Name), true
+			return act(PatchPodMetadata, m.Name, ReasonPatchingMetadata, "patching %s's Pod labels and annotations in place", m.Name), true, ""
 		}
 	}
 	if a, ok := v.recordInPlace(); ok {
-		return a, true
+		return a, true, ""
 	}
 	if a, ok := v.resize(); ok {
-		return a, true
+		return a, true, ""
 	}
 	order := v.rollOrder()
 	if len(order) == 0 {
-		return Action{}, false
+		return Action{}, false, ""
 	}
 	victim := order[0]
 	if why := v.dataRefusal(victim); why != "" && !v.f.memory() {
-		return wait(ReasonVersionSkew, "not rolling %s: %s", victim.Name, why), true
+		return wait(ReasonVersionSkew, "not rolling %s: %s", victim.Name, why), true, ""
 	}
 	kind, verb, k := disruption.Restart, "restarting", DeletePod
 	switch {
@@ -45,46 +55,45 @@ func (v *view) roll() (Action, bool) {
 		return v.rollSingle(victim, kind)
 	}
 	if r := v.gate(victim.Name); !r.Passed() {
-		return wait(ReasonWaitingForHealth, "rolling %s waits for the recovery gate: %s", victim.Name, r), true
+		return wait(ReasonWaitingForHealth, "rolling %s waits for the recovery gate: %s", victim.Name, r), true, ""
 	}
 	if victim.leader {
-		return v.moveLeader(victim, "rolling it"), true
+		return v.moveLeader(victim, "rolling it"), true, ""
 	}
 	onto := "the new template"
 	if v.onlyPodBehind(victim) {
 		onto = "the Pod this Steward version builds (its Pod was built by an older Steward)"
 	}
-	a, blocked := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto %s", verb, victim.Name, onto), kind)
-	if blocked {
-		v.rollBlocked = a.Message
-		return Action{}, false
+	a, refused := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto %s", verb, victim.Name, onto), kind)
+	if refused {
+		return Action{}, false, a.Message
 	}
 	a.MemberID = victim.id()
-	return a, true
+	return a, true, ""
 }
+
+const singleNeedsDowntime = "a single member is rolled only with spec.updateStrategy.allowDowntime (a full " +
+	"outage while it restarts), or after scaling to 3 members"
 
 // rollSingle: the only member can be rolled only as an outage the user opted into, and never on
 // memory storage, where its data would go with it. There is no one to ask for recovery, so no gate.
-func (v *view) rollSingle(m *memberView, kind disruption.Kind) (Action, bool) {
+func (v *view) rollSingle(m *memberView, kind disruption.Kind) (_ Action, _ bool, blocked string) {
 	if kind == disruption.RestartContainer {
-		a, blocked := v.disrupt(act(RestartContainer, m.Name, ReasonRollingMember, "restarting the only member %s in place "+
+		a, refused := v.disrupt(act(RestartContainer, m.Name, ReasonRollingMember, "restarting the only member %s in place "+
 			"on the new image (allowDowntime)", m.Name), kind)
-		if blocked {
-			v.rollBlocked = "a single member is rolled only with spec.updateStrategy.allowDowntime (a full outage while it restarts), or after scaling to 3 members"
-			return Action{}, false
+		if refused {
+			return Action{}, false, singleNeedsDowntime
 		}
-		return a, true
+		return a, true, ""
 	}
 	if v.f.memory() {
-		v.rollBlocked = "a single memory-backed member is never rolled: its data would be lost; scale to 3 members first"
-		return Action{}, false
+		return Action{}, false, "a single memory-backed member is never rolled: its data would be lost; scale to 3 members first"
 	}
-	a, blocked := v.disrupt(act(DeletePod, m.Name, ReasonRollingMember, "restarting the only member %s (allowDowntime)", m.Name), kind)
-	if blocked {
-		v.rollBlocked = "a single member is rolled only with spec.updateStrategy.allowDowntime (a full outage while it restarts), or after scaling to 3 members"
-		return Action{}, false
+	a, refused := v.disrupt(act(DeletePod, m.Name, ReasonRollingMember, "restarting the only member %s (allowDowntime)", m.Name), kind)
+	if refused {
+		return Action{}, false, singleNeedsDowntime
 	}
-	return a, true
+	return a, true, ""
 }
 
 func (v *view) voterCount() int {

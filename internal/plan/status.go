@@ -17,7 +17,7 @@ import (
 )
 
 // fillStatus derives what status should say from the view and the chosen action.
-func (v *view) fillStatus(d *Decision) {
+func (v *view) fillStatus(d *Decision, found notes) {
 	t := v.target
 	d.Target = &t
 	d.Changes = map[string]Change{}
@@ -43,14 +43,14 @@ func (v *view) fillStatus(d *Decision) {
 	}
 	d.Gate = v.gate()
 	d.VersionWarning = v.versionWarning()
-	d.AdoptionRefused = v.adoptRefused
+	d.AdoptionRefused = found.adoptRefused
 	d.Step = v.nextStep(d.Action)
 	d.DeadlineExceeded = v.deadlineExceeded(d.Action, d.Step)
-	d.Rollout = v.rolloutStatus(d)
+	d.Rollout = v.rolloutStatus(d, found)
 	q := v.quorumEvidence()
 	d.LostSince, d.LostObserver, d.RecoveryPlan = v.recoveryStatus(q)
 	d.DropRecoverAnnotation = v.dropRecoverAnnotation(q)
-	d.Conditions = []metav1.Condition{v.available(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d),
+	d.Conditions = []metav1.Condition{v.available(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d, found),
 		v.recoveryCondition(d.RecoveryPlan, q)}
 }
 
@@ -121,7 +121,7 @@ func (v *view) storageGrowing(m *memberView) bool {
 		(v.target.Storage.Size != nil && !p.Capacity.IsZero() && p.Capacity.Cmp(*v.target.Storage.Size) < 0)
 }
 
-func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
+func (v *view) rolloutStatus(d *Decision, found notes) *v1alpha1.RolloutStatus {
 	if len(d.Outdated) == 0 && !v.rollingWasTrue() {
 		return nil
 	}
@@ -143,8 +143,8 @@ func (v *view) rolloutStatus(d *Decision) *v1alpha1.RolloutStatus {
 		}
 	}
 	switch {
-	case v.rollBlocked != "":
-		r.WaitingFor = v.rollBlocked
+	case found.rollBlocked != "":
+		r.WaitingFor = found.rollBlocked
 	case !d.Action.Acts():
 		r.WaitingFor = d.Action.Message
 	}
@@ -278,11 +278,11 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 }
 
 // rollingUpdate stays True until every member runs the target and, after a roll, the gate passed.
-func (v *view) rollingUpdate(d *Decision) metav1.Condition {
+func (v *view) rollingUpdate(d *Decision, found notes) metav1.Condition {
 	a := d.Action
-	if len(d.Outdated) == 0 && v.adoptRefused != "" {
+	if len(d.Outdated) == 0 && found.adoptRefused != "" {
 		return cond(ConditionRollingUpdate, true, ReasonVersionSkew, "every member runs the target; the spec is not adopted yet: %s",
-			v.adoptRefused)
+			found.adoptRefused)
 	}
 	if len(d.Outdated) == 0 {
 		if v.rollingWasTrue() && !d.Gate.Passed() {
@@ -291,8 +291,8 @@ func (v *view) rollingUpdate(d *Decision) metav1.Condition {
 		return cond(ConditionRollingUpdate, false, ReasonUpToDate, "every member runs the observed template")
 	}
 	outdated := strings.Join(d.Outdated, ", ")
-	if v.adoptRefused != "" {
-		outdated += "; " + v.adoptRefused
+	if found.adoptRefused != "" {
+		outdated += "; " + found.adoptRefused
 	}
 	switch {
 	case a.Reason == ReasonPaused:
@@ -300,8 +300,8 @@ func (v *view) rollingUpdate(d *Decision) metav1.Condition {
 	case v.f.strategy() == v1alpha1.OnDelete && len(d.Order) > 0:
 		return cond(ConditionRollingUpdate, true, ReasonWaitingDeletion, "updateStrategy OnDelete: delete the Pods of %s "+
 			"to rebuild them on the new template", strings.Join(d.Order, ", "))
-	case v.rollBlocked != "":
-		return cond(ConditionRollingUpdate, true, ReasonBlocked, "%s", v.rollBlocked)
+	case found.rollBlocked != "":
+		return cond(ConditionRollingUpdate, true, ReasonBlocked, "%s", found.rollBlocked)
 	case a.Reason == ReasonRollingMember || a.Reason == ReasonMovingLeader || a.Reason == ReasonPatchingMetadata ||
 		a.Reason == ReasonResizing:
 		return cond(ConditionRollingUpdate, true, ReasonRollingMember, "%s; outdated: %s", a.Message, outdated)

@@ -20,11 +20,6 @@ type view struct {
 	members  []*memberView // by ordinal
 	orphans  []health.Member
 	leaderID uint64
-	// notes are findings that do not stop the plan but status should show.
-	rollBlocked  string
-	adoptRefused string
-	// removalWait is a removal the chokepoint refused for now (see removals).
-	removalWait *Action
 }
 
 type memberView struct {
