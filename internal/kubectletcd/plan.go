@@ -86,9 +86,9 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 		add("version %s -> %s (%s step)", from, to, plan.ClassifyVersion(from, to))
 	}
 	type change struct {
-		m     stewardv1.EtcdMember
-		c     plan.Change
-		group int
+		m    plan.RollRank
+		name string
+		c    plan.Change
 	}
 	leader := map[string]bool{}
 	ready := map[string]bool{}
@@ -103,43 +103,45 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	for i := 0; i < int(lr-nr) && i < len(byOrdinal); i++ {
 		removed[byOrdinal[i].Name] = true
 	}
-	var changes []change
-	for _, m := range members {
+	// The planner's passes (plan.roll): Pod metadata patched in place (by ordinal), then in-place
+	// resizes, then rebuilds, each of the last two in the planner's own roll order.
+	var patch, resize, rebuild []change
+	byOrdinalUp := append([]stewardv1.EtcdMember{}, members...)
+	sort.Slice(byOrdinalUp, func(i, j int) bool { return byOrdinalUp[i].Spec.Ordinal < byOrdinalUp[j].Spec.Ordinal })
+	for _, m := range byOrdinalUp {
 		if removed[m.Name] {
 			continue
 		}
-		c := plan.Compare(m.Spec.Template, target, medium)
-		if c == 0 {
-			continue
-		}
-		g := 1
+		ch := change{name: m.Name, c: plan.Compare(m.Spec.Template, target, medium),
+			m: plan.RollRank{Ordinal: m.Spec.Ordinal, Available: ready[m.Name], Leader: leader[m.Name]}}
 		switch {
-		case !ready[m.Name]:
-			g = 0
-		case leader[m.Name]:
-			g = 2
-		}
-		changes = append(changes, change{m: m, c: c, group: g})
-	}
-	sort.SliceStable(changes, func(i, j int) bool {
-		if changes[i].group != changes[j].group {
-			return changes[i].group < changes[j].group
-		}
-		return changes[i].m.Spec.Ordinal > changes[j].m.Spec.Ordinal
-	})
-	for _, ch := range changes {
-		name := ch.m.Name
-		switch {
-		case ch.c.Has(plan.ChangeRoll) && ch.group == 2:
-			add("%s (leader): move leadership to a follower, then restart it on the new template", name)
-		case ch.c.Has(plan.ChangeRoll) && medium == stewardv1.StorageMediumMemory:
-			add("%s: replace it (memory storage: remove, add a learner on the new template, promote)", name)
 		case ch.c.Has(plan.ChangeRoll):
-			add("%s: restart it on the new template (its PVC and member ID stay)", name)
-		case ch.c.Has(plan.ChangeResize):
-			add("%s: resize CPU/memory in the running Pod, no restart", name)
+			rebuild = append(rebuild, ch)
+			continue
 		case ch.c.Has(plan.ChangeMetadata):
-			add("%s: patch Pod labels/annotations in place", name)
+			patch = append(patch, ch)
+		}
+		if ch.c.Has(plan.ChangeResize) {
+			resize = append(resize, ch)
+		}
+	}
+	rank := func(ch change) plan.RollRank { return ch.m }
+	plan.SortForRoll(resize, rank)
+	plan.SortForRoll(rebuild, rank)
+	for _, ch := range patch {
+		add("%s: patch Pod labels/annotations in place", ch.name)
+	}
+	for _, ch := range resize {
+		add("%s: resize CPU/memory in the running Pod, no restart", ch.name)
+	}
+	for _, ch := range rebuild {
+		switch {
+		case ch.m.Leader && ch.m.Available:
+			add("%s (leader): move leadership to a follower, then restart it on the new template", ch.name)
+		case medium == stewardv1.StorageMediumMemory:
+			add("%s: replace it (memory storage: remove, add a learner on the new template, promote)", ch.name)
+		default:
+			add("%s: restart it on the new template (its PVC and member ID stay)", ch.name)
 		}
 	}
 	if ls, ns := live.Spec.Storage.Size, next.Spec.Storage.Size; medium != stewardv1.StorageMediumMemory && ls != nil && ns != nil && ns.Cmp(*ls) > 0 {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -48,5 +50,38 @@ func TestPlan(t *testing.T) {
 	}
 	if err := h.run(t, "plan", "demo", "-f", file); err == nil || !strings.Contains(err.Error(), `describes etcdcluster "other"`) {
 		t.Fatalf("a file for another cluster: %v", err)
+	}
+}
+
+// TestPlanStepsFollowThePlanner: resizes in place go before any rebuild, and rebuilds follow the
+// planner's roll order (plan.SortForRoll). Before, the plugin sorted every change in one list of its
+// own, so a resize of demo-0 was printed after demo-2's restart (issue 24).
+func TestPlanStepsFollowThePlanner(t *testing.T) {
+	live := fixtureCluster()
+	live.Spec.MemberTemplate.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	next := live.DeepCopy()
+	next.Spec.Version = "3.6.17"
+	next.Spec.MemberTemplate.Version = "3.6.17"
+	next.Spec.MemberTemplate.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	var members []stewardv1.EtcdMember
+	for _, m := range fixtureMembers() {
+		if m.Spec.ClusterName != "demo" {
+			continue
+		}
+		m.Spec.Template = live.Spec.MemberTemplate
+		if m.Name == "demo-0" { // already on the new version: only its resources change
+			m.Spec.Template.Version = "3.6.17"
+		}
+		members = append(members, m)
+	}
+	got := strings.Join(PlanSteps(live, next, members), "\n")
+	want := strings.Join([]string{
+		"1. version 3.6.16 -> 3.6.17 (Patch step)",
+		"2. demo-0: resize CPU/memory in the running Pod, no restart",
+		"3. demo-2: restart it on the new template (its PVC and member ID stay)",
+		"4. demo-1 (leader): move leadership to a follower, then restart it on the new template",
+	}, "\n")
+	if got != want {
+		t.Errorf("PlanSteps:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -119,24 +119,41 @@ func (v *view) rollOrder() []*memberView {
 	return v.byRollOrder(out)
 }
 
-// byRollOrder sorts members as the roll takes them.
+// byRollOrder sorts members as the roll takes them (RollOrder).
 func (v *view) byRollOrder(out []*memberView) []*memberView {
-	group := func(m *memberView) int {
+	SortForRoll(out, func(m *memberView) RollRank {
+		return RollRank{Ordinal: m.Ordinal, Available: m.available(), Leader: m.leader}
+	})
+	return out
+}
+
+// RollRank is what the roll order knows of a member.
+type RollRank struct {
+	Ordinal   int32
+	Available bool // serving: a voter, healthy, its Pod ready (unavailable members go first)
+	Leader    bool
+}
+
+// SortForRoll sorts members (stably) as the roll takes them: unavailable members first (they are
+// down anyway, and the roll may be what fixes them), then followers from the highest ordinal down,
+// the leader last. The planner and `kubectl etcd plan` both order by it.
+func SortForRoll[T any](ms []T, rank func(T) RollRank) {
+	group := func(r RollRank) int {
 		switch {
-		case !m.available():
+		case !r.Available:
 			return 0
-		case !m.leader:
+		case !r.Leader:
 			return 1
 		}
 		return 2
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if gi, gj := group(out[i]), group(out[j]); gi != gj {
+	sort.SliceStable(ms, func(i, j int) bool {
+		ri, rj := rank(ms[i]), rank(ms[j])
+		if gi, gj := group(ri), group(rj); gi != gj {
 			return gi < gj
 		}
-		return out[i].Ordinal > out[j].Ordinal
+		return ri.Ordinal > rj.Ordinal
 	})
-	return out
 }
 
 // recordInPlace records the target on a member whose Pod already runs it, changed in place (a

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,34 @@ func TestProgressDeadline(t *testing.T) {
 	f.Cluster.Spec.ProgressDeadlineSeconds = ptrTo(int32(3600))
 	if Plan(f).DeadlineExceeded {
 		t.Errorf("a one-hour deadline is not exceeded after 11 minutes")
+	}
+}
+
+func TestSortForRoll(t *testing.T) {
+	r := func(ord int32, available, leader bool) RollRank {
+		return RollRank{Ordinal: ord, Available: available, Leader: leader}
+	}
+	tests := []struct {
+		name string
+		in   []RollRank
+		want []int32
+	}{
+		{"followers from the highest ordinal, the leader last", []RollRank{r(0, true, true), r(1, true, false), r(2, true, false)}, []int32{2, 1, 0}},
+		{"unavailable first, whatever their ordinal", []RollRank{r(0, false, false), r(1, true, false), r(2, true, false)}, []int32{0, 2, 1}},
+		{"an unavailable leader is not kept for last", []RollRank{r(0, true, false), r(1, false, true), r(2, true, false)}, []int32{1, 2, 0}},
+		{"two unavailable: highest ordinal first", []RollRank{r(0, false, false), r(3, false, false), r(2, true, true)}, []int32{3, 0, 2}},
+		{"none", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			SortForRoll(tt.in, func(x RollRank) RollRank { return x })
+			var got []int32
+			for _, x := range tt.in {
+				got = append(got, x.Ordinal)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("order %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
