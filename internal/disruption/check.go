@@ -73,8 +73,11 @@ type Member struct {
 	Replacing bool
 }
 
-// available says whether the member serves as a full voter right now.
-func (m Member) available() bool {
+// undisrupted: the member counts towards what the cluster can lose: a voter etcd reports healthy and
+// caught up with the leader, its Pod ready and staying, no step of the operator in flight on it (see
+// InFlight). It is stricter than the planner's readyVoter, which does not ask for the applied
+// index to have caught up.
+func (m Member) undisrupted() bool {
 	return m.Voter && m.Healthy && m.PodExists && m.PodReady && !m.PodDeleting && !m.InFlight
 }
 
@@ -261,13 +264,13 @@ func checkOthers(c Cluster, r Request, victim Member) error {
 		switch {
 		case m.Learner:
 			return refuse(ReasonLearnerPresent, r, m.Name, "learner %s must be promoted or removed first", m.Name)
-		case !m.Voter && m.Replacing && victim.available():
+		case !m.Voter && m.Replacing && victim.undisrupted():
 			return refuse(ReasonOtherDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
 		case !m.Voter:
 			continue // an object not in etcd (pending creation) carries no data and no vote
 		case !m.PodExists || m.PodDeleting || m.InFlight:
 			return refuse(ReasonOtherDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
-		case !m.available():
+		case !m.undisrupted():
 			return refuse(ReasonOtherNotReady, r, m.Name, "%s is not ready (%s)", m.Name, describe(m))
 		}
 	}
@@ -285,7 +288,7 @@ func checkQuorum(voters []Member, r Request, v Member) error {
 	}
 	healthy := 0
 	for _, m := range voters {
-		if m.Name != v.Name && m.available() {
+		if m.Name != v.Name && m.undisrupted() {
 			healthy++
 		}
 	}

@@ -113,7 +113,7 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 			continue
 		}
 		ch := change{name: m.Name, c: plan.Compare(m.Spec.Template, target, medium),
-			m: plan.RollRank{Ordinal: m.Spec.Ordinal, Available: ready[m.Name], Leader: leader[m.Name]}}
+			m: plan.RollRank{Ordinal: m.Spec.Ordinal, Ready: ready[m.Name], Leader: leader[m.Name]}}
 		switch {
 		case ch.c.Has(plan.ChangeRoll):
 			rebuild = append(rebuild, ch)
@@ -136,7 +136,7 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	}
 	for _, ch := range rebuild {
 		switch {
-		case ch.m.Leader && ch.m.Available:
+		case ch.m.Leader && ch.m.Ready:
 			add("%s (leader): move leadership to a follower, then restart it on the new template", ch.name)
 		case medium == stewardv1.StorageMediumMemory:
 			add("%s: replace it (memory storage: remove, add a learner on the new template, promote)", ch.name)

@@ -122,25 +122,25 @@ func (v *view) rollOrder() []*memberView {
 // byRollOrder sorts members as the roll takes them (RollOrder).
 func (v *view) byRollOrder(out []*memberView) []*memberView {
 	SortForRoll(out, func(m *memberView) RollRank {
-		return RollRank{Ordinal: m.Ordinal, Available: m.available(), Leader: m.leader}
+		return RollRank{Ordinal: m.Ordinal, Ready: m.readyVoter(), Leader: m.leader}
 	})
 	return out
 }
 
 // RollRank is what the roll order knows of a member.
 type RollRank struct {
-	Ordinal   int32
-	Available bool // serving: a voter, healthy, its Pod ready (unavailable members go first)
-	Leader    bool
+	Ordinal int32
+	Ready   bool // a ready voter (readyVoter; status.members[].ready): members not ready go first
+	Leader  bool
 }
 
-// SortForRoll sorts members (stably) as the roll takes them: unavailable members first (they are
+// SortForRoll sorts members (stably) as the roll takes them: members not ready first (they are
 // down anyway, and the roll may be what fixes them), then followers from the highest ordinal down,
 // the leader last. The planner and `kubectl etcd plan` both order by it.
 func SortForRoll[T any](ms []T, rank func(T) RollRank) {
 	group := func(r RollRank) int {
 		switch {
-		case !r.Available:
+		case !r.Ready:
 			return 0
 		case !r.Leader:
 			return 1

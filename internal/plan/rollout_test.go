@@ -231,7 +231,7 @@ func TestProgressDeadline(t *testing.T) {
 
 func TestSortForRoll(t *testing.T) {
 	r := func(ord int32, available, leader bool) RollRank {
-		return RollRank{Ordinal: ord, Available: available, Leader: leader}
+		return RollRank{Ordinal: ord, Ready: available, Leader: leader}
 	}
 	tests := []struct {
 		name string

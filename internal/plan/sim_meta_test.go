@@ -55,7 +55,7 @@ func TestSimulatorCatchesBrokenPlanners(t *testing.T) {
 					return d
 				}
 				for _, m := range newView(&f).rollOrder() {
-					if m.available() && !m.leader {
+					if m.readyVoter() && !m.leader {
 						return Decision{Action: act(DeletePod, m.Name, ReasonRollingMember, "x").disrupting(disruption.Restart)}
 					}
 				}

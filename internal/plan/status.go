@@ -30,7 +30,7 @@ func (v *view) fillStatus(d *Decision, found notes) {
 			d.UpdatedMembers++
 		}
 		d.Members = append(d.Members, v.memberStatus(m))
-		if m.available() {
+		if m.readyVoter() {
 			d.ReadyMembers++
 		}
 	}
@@ -50,7 +50,7 @@ func (v *view) fillStatus(d *Decision, found notes) {
 	q := v.quorumEvidence()
 	d.LostSince, d.LostObserver, d.RecoveryPlan = v.recoveryStatus(q)
 	d.DropRecoverAnnotation = v.dropRecoverAnnotation(q)
-	d.Conditions = []metav1.Condition{v.available(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d, found),
+	d.Conditions = []metav1.Condition{v.availableCondition(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d, found),
 		v.recoveryCondition(d.RecoveryPlan, q)}
 }
 
@@ -67,7 +67,7 @@ func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
 	case m.voter():
 		s.Role = v1alpha1.RoleFollower
 	}
-	s.Ready = m.available()
+	s.Ready = m.readyVoter()
 	if m.ep != nil {
 		s.Version = m.ep.Version
 	}
@@ -163,7 +163,7 @@ func cond(t string, ok bool, r Reason, format string, args ...any) metav1.Condit
 	return metav1.Condition{Type: t, Status: s, Reason: string(r), Message: fmt.Sprintf(format, args...)}
 }
 
-func (v *view) available(q evidence.Quorum) metav1.Condition {
+func (v *view) availableCondition(q evidence.Quorum) metav1.Condition {
 	healthy, voters, ok := v.quorum()
 	switch {
 	case !v.formed():

@@ -129,8 +129,10 @@ func (m *memberView) inFlightPhase() bool {
 	return false
 }
 
-// available: a full voter serving right now.
-func (m *memberView) available() bool {
+// readyVoter: a full voter serving right now: etcd answers healthy for it (caught up or not), its Pod is
+// ready and staying, and no membership step of the operator is under way on it. Status counts these
+// (readyMembers, a member's ready), and the roll and the leader hand-over prefer them.
+func (m *memberView) readyVoter() bool {
 	return m.voter() && m.healthy() && m.Pod.Exists && m.Pod.readyNow() && !m.Pod.Deleting &&
 		!m.Deleting && !m.inFlightPhase()
 }
@@ -318,7 +320,7 @@ func (v *view) leadershipTarget(from *memberView, allow func(*memberView) bool) 
 		return s
 	}
 	for _, m := range v.members {
-		if m == from || !m.available() || (allow != nil && !allow(m)) {
+		if m == from || !m.readyVoter() || (allow != nil && !allow(m)) {
 			continue
 		}
 		if best == nil || score(m) > score(best) {
