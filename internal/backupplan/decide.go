@@ -9,16 +9,16 @@ import (
 const (
 	// ReasonScheduled: a backup is created now for ScheduledTime.
 	ReasonScheduled = "Scheduled"
-	// ReasonWaiting: no slot is due; the next is NextRun.
-	ReasonWaiting = "WaitingForNextRun"
+	// ReasonWaitingForNextRun: no slot is due; the next is NextRun.
+	ReasonWaitingForNextRun = "WaitingForNextRun"
 	// ReasonSuspended: the schedule is suspended; due slots are given up, not run later.
 	ReasonSuspended = "Suspended"
 	// ReasonBackupActive: a slot is due but a backup of this schedule is still Pending or Running
 	// (concurrency is forbidden); the slot waits for it while within the starting deadline.
 	ReasonBackupActive = "BackupActive"
-	// ReasonMissedDeadline: the latest due slot is later than the starting deadline allows; it is
+	// ReasonMissedStartingDeadline: the latest due slot is later than the starting deadline allows; it is
 	// given up and counted as missed.
-	ReasonMissedDeadline = "MissedStartingDeadline"
+	ReasonMissedStartingDeadline = "MissedStartingDeadline"
 	// ReasonNoSchedule: the input holds no parsed schedule.
 	ReasonNoSchedule = "NoSchedule"
 )
@@ -91,7 +91,7 @@ func Decide(in ScheduleInput) ScheduleDecision {
 	}
 	slot, due := in.Schedule.latest(in.Created, after, now)
 	if !due {
-		d.Reason, d.Message = ReasonWaiting, "next backup at "+stamp(d.NextRun)
+		d.Reason, d.Message = ReasonWaitingForNextRun, "next backup at "+stamp(d.NextRun)
 		if d.NextRun.IsZero() {
 			d.Message = "the schedule has no slot in the next five years"
 		}
@@ -109,7 +109,7 @@ func Decide(in ScheduleInput) ScheduleDecision {
 		d.Message = fmt.Sprintf("suspended: slot %s skipped; next slot %s", stamp(slot), stamp(d.NextRun))
 	case late:
 		d.ScheduledTime, d.Missed = slot, min(n, MissedLimit)
-		d.Reason = ReasonMissedDeadline
+		d.Reason = ReasonMissedStartingDeadline
 		d.Message = fmt.Sprintf("slot %s is %s late, past the starting deadline of %s", stamp(slot), age(now.Sub(slot)), age(in.StartingDeadline))
 		if in.Active {
 			d.Message += ", while a backup was still running"

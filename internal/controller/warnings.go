@@ -37,7 +37,7 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 	// A member briefly missing or unready is every planned restart; those page only when they last
 	// (the QuorumAtRisk alert), so they make no Event here.
 	if c := turned(plan.ConditionDegraded, metav1.ConditionTrue); c != nil &&
-		c.Reason != string(plan.ReasonPodMissing) && c.Reason != string(plan.ReasonMemberUnhealthy) {
+		c.Reason != string(plan.ReasonMemberPodMissing) && c.Reason != string(plan.ReasonMemberUnhealthy) {
 		out = append(out, warning{"Degraded", "", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
 	}
 	// The progress deadline has its own Warning already (status.go).

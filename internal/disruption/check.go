@@ -131,7 +131,7 @@ func (c Cluster) voters() []Member {
 func Check(c Cluster, r Request) error {
 	v, ok := c.member(r.Victim)
 	if !ok {
-		return refuse(ReasonUnknownVictim, r, "", "no member is named %q", r.Victim)
+		return refuse(ReasonUnknownMember, r, "", "no member is named %q", r.Victim)
 	}
 	switch r.Kind {
 	case DeleteData:
@@ -140,7 +140,7 @@ func Check(c Cluster, r Request) error {
 		return checkDormant(c, r, v)
 	case Fence:
 		if !c.Recovering {
-			return refuse(ReasonNoRecovery, r, v.Name, "no quorum recovery is in progress: a Pod is fenced only during one")
+			return refuse(ReasonNoQuorumRecovery, r, v.Name, "no quorum recovery is in progress: a Pod is fenced only during one")
 		}
 		if c.QuorumShown {
 			return refuse(ReasonQuorumShown, r, v.Name, "etcd shows quorum again: the recovery is abandoned, not carried on")
@@ -149,7 +149,7 @@ func Check(c Cluster, r Request) error {
 	case Restart, RestartContainer, Remove, Replace, Defragment:
 		return checkMember(c, r, v)
 	}
-	return refuse(ReasonUnknownKind, r, "", "unknown disruption kind %q", r.Kind)
+	return refuse(ReasonUnknownDisruption, r, "", "unknown disruption kind %q", r.Kind)
 }
 
 // checkDeleteData: data may go only once etcd no longer counts the member, which only the live member
@@ -159,7 +159,7 @@ func checkDeleteData(c Cluster, r Request, v Member) error {
 		return refuse(ReasonMemberListUnknown, r, "", "cannot prove %s left etcd: the member list is unreadable", v.Name)
 	}
 	if v.Voter || v.Learner {
-		return refuse(ReasonStillMember, r, v.Name, "%s is still in the member list; remove it first", v.Name)
+		return refuse(ReasonStillAMember, r, v.Name, "%s is still in the member list; remove it first", v.Name)
 	}
 	return nil
 }
@@ -171,12 +171,12 @@ func checkDormant(c Cluster, r Request, v Member) error {
 		return refuse(ReasonNotDormant, r, "", "spec.replicas is not 0")
 	}
 	if c.Medium == v1alpha1.StorageMediumMemory {
-		return refuse(ReasonMemoryData, r, v.Name, "a memory-backed member loses its data with its Pod")
+		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name, "a memory-backed member loses its data with its Pod")
 	}
 	if v.Leader {
 		for _, m := range c.Members {
 			if m.Name != v.Name && m.PodExists && !m.PodDeleting {
-				return refuse(ReasonLeader, r, v.Name, "%s leads; its Pod goes last (%s still runs)", v.Name, m.Name)
+				return refuse(ReasonVictimIsLeader, r, v.Name, "%s leads; its Pod goes last (%s still runs)", v.Name, m.Name)
 			}
 		}
 	}
@@ -195,7 +195,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 	}
 	if !v.Voter && !v.Learner {
 		if r.Kind == Defragment {
-			return refuse(ReasonNotMember, r, v.Name, "%s is not in etcd's member list: there is nothing to defragment", v.Name)
+			return refuse(ReasonNotAMember, r, v.Name, "%s is not in etcd's member list: there is nothing to defragment", v.Name)
 		}
 		// Not (or no longer) in etcd: its Pod serves nobody, and there is nothing to remove.
 		return nil
@@ -205,7 +205,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 		return nil
 	}
 	if r.Kind == Restart && c.Medium == v1alpha1.StorageMediumMemory {
-		return refuse(ReasonMemoryData, r, v.Name,
+		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name,
 			"%s keeps its data in memory: deleting its Pod loses it; remove and replace the member instead", v.Name)
 	}
 	voters := c.voters()
@@ -213,7 +213,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 		return checkSingle(c, r, v)
 	}
 	if v.Leader {
-		return refuse(ReasonLeader, r, v.Name, "%s leads; move leadership to another voter first", v.Name)
+		return refuse(ReasonVictimIsLeader, r, v.Name, "%s leads; move leadership to another voter first", v.Name)
 	}
 	if err := checkOthers(c, r, v); err != nil {
 		return err
@@ -223,21 +223,21 @@ func checkMember(c Cluster, r Request, v Member) error {
 
 func checkSingle(c Cluster, r Request, v Member) error {
 	if r.Kind == Replace && c.Medium == v1alpha1.StorageMediumMemory {
-		return refuse(ReasonMemoryData, r, v.Name,
+		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name,
 			"%s is the only member and keeps its data in memory: replacing it would lose all data", v.Name)
 	}
 	if r.Kind == Defragment {
 		if c.AllowDowntime {
 			return nil // memory storage too: a defragmentation keeps the data
 		}
-		return refuse(ReasonSingleMember, r, v.Name,
+		return refuse(ReasonSingleMemberNeedsOptIn, r, v.Name,
 			"%s is the only member: defragmenting it stops every read and write until done; set spec.updateStrategy.allowDowntime to accept it", v.Name)
 	}
 	if r.Kind == RestartContainer {
 		if c.AllowDowntime {
 			return nil // memory storage too: the Pod and its volumes stay
 		}
-		return refuse(ReasonSingleMember, r, v.Name,
+		return refuse(ReasonSingleMemberNeedsOptIn, r, v.Name,
 			"%s is the only member: restarting it is a full outage; set spec.updateStrategy.allowDowntime to accept it", v.Name)
 	}
 	if r.Kind == Remove || r.Kind == Replace {
@@ -246,7 +246,7 @@ func checkSingle(c Cluster, r Request, v Member) error {
 	if c.Medium == v1alpha1.StorageMediumDefault && c.AllowDowntime {
 		return nil
 	}
-	return refuse(ReasonSingleMember, r, v.Name,
+	return refuse(ReasonSingleMemberNeedsOptIn, r, v.Name,
 		"%s is the only member: restarting it is a full outage; set spec.updateStrategy.allowDowntime to accept it", v.Name)
 }
 
@@ -265,13 +265,13 @@ func checkOthers(c Cluster, r Request, victim Member) error {
 		case m.Learner:
 			return refuse(ReasonLearnerPresent, r, m.Name, "learner %s must be promoted or removed first", m.Name)
 		case !m.Voter && m.Replacing && victim.undisrupted():
-			return refuse(ReasonOtherDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
+			return refuse(ReasonOtherMemberDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
 		case !m.Voter:
 			continue // an object not in etcd (pending creation) carries no data and no vote
 		case !m.PodExists || m.PodDeleting || m.InFlight:
-			return refuse(ReasonOtherDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
+			return refuse(ReasonOtherMemberDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
 		case !m.undisrupted():
-			return refuse(ReasonOtherNotReady, r, m.Name, "%s is not ready (%s)", m.Name, describe(m))
+			return refuse(ReasonOtherMemberNotReady, r, m.Name, "%s is not ready (%s)", m.Name, describe(m))
 		}
 	}
 	return nil
@@ -294,7 +294,7 @@ func checkQuorum(voters []Member, r Request, v Member) error {
 	}
 	quorum := target/2 + 1
 	if healthy < quorum {
-		return refuse(ReasonQuorum, r, v.Name,
+		return refuse(ReasonQuorumAtRisk, r, v.Name,
 			"%s of %s would leave %d healthy of %d voters, below quorum %d", r.Kind, v.Name, healthy, target, quorum)
 	}
 	return nil

@@ -109,7 +109,7 @@ func TestCheck(t *testing.T) {
 		{name: "a listed member is judged as usual even before a cluster ID", n: 3, req: Request{Restart, "c-0"},
 			want: ErrMemberListUnknown, mutate: func(c *Cluster) { c.NeverFormed, c.MemberListKnown = true, false }},
 		{name: "unknown victim", n: 3, req: Request{Restart, "nope"}, want: ErrUnknownVictim},
-		{name: "unknown kind", n: 3, req: Request{"Explode", "c-1"}, want: &Refusal{Reason: ReasonUnknownKind}},
+		{name: "unknown kind", n: 3, req: Request{"Explode", "c-1"}, want: &Refusal{Reason: ReasonUnknownDisruption}},
 		{name: "member list unknown", n: 3, req: Request{Restart, "c-2"}, want: ErrMemberListUnknown,
 			mutate: func(c *Cluster) { c.MemberListKnown = false }},
 		{name: "the leader", n: 3, req: Request{Restart, "c-0"}, want: ErrLeader, about: "c-0"},
@@ -202,14 +202,14 @@ func TestCheckQuorumProjection(t *testing.T) {
 }
 
 func TestRefusal(t *testing.T) {
-	r := refuse(ReasonQuorum, Request{Restart, "c-1"}, "c-1", "x %d", 1)
+	r := refuse(ReasonQuorumAtRisk, Request{Restart, "c-1"}, "c-1", "x %d", 1)
 	if !r.Permanent() {
 		t.Errorf("quorum refusal with all others healthy is structural, so permanent")
 	}
-	if refuse(ReasonOtherNotReady, Request{}, "", "").Permanent() {
+	if refuse(ReasonOtherMemberNotReady, Request{}, "", "").Permanent() {
 		t.Errorf("another member not ready is transient")
 	}
-	for _, p := range []Reason{ReasonSingleMember, ReasonMemoryData, ReasonLastMember} {
+	for _, p := range []Reason{ReasonSingleMemberNeedsOptIn, ReasonMemoryDataWouldBeLost, ReasonLastMember} {
 		if !refuse(p, Request{}, "", "").Permanent() {
 			t.Errorf("%s should be permanent", p)
 		}

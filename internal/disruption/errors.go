@@ -7,22 +7,22 @@ import "fmt"
 type Reason string
 
 const (
-	ReasonUnknownVictim     Reason = "UnknownMember"
-	ReasonUnknownKind       Reason = "UnknownDisruption"
-	ReasonMemberListUnknown Reason = "MemberListUnknown"
-	ReasonOtherDisrupted    Reason = "OtherMemberDisrupted"
-	ReasonOtherNotReady     Reason = "OtherMemberNotReady"
-	ReasonLearnerPresent    Reason = "LearnerPresent"
-	ReasonQuorum            Reason = "QuorumAtRisk"
-	ReasonLeader            Reason = "VictimIsLeader"
-	ReasonSingleMember      Reason = "SingleMemberNeedsOptIn"
-	ReasonMemoryData        Reason = "MemoryDataWouldBeLost"
-	ReasonLastMember        Reason = "LastMember"
-	ReasonStillMember       Reason = "StillAMember"
-	ReasonNotDormant        Reason = "NotDormant"
-	ReasonNotMember         Reason = "NotAMember"
-	ReasonNoRecovery        Reason = "NoQuorumRecovery"
-	ReasonQuorumShown       Reason = "QuorumShown"
+	ReasonUnknownMember          Reason = "UnknownMember"
+	ReasonUnknownDisruption      Reason = "UnknownDisruption"
+	ReasonMemberListUnknown      Reason = "MemberListUnknown"
+	ReasonOtherMemberDisrupted   Reason = "OtherMemberDisrupted"
+	ReasonOtherMemberNotReady    Reason = "OtherMemberNotReady"
+	ReasonLearnerPresent         Reason = "LearnerPresent"
+	ReasonQuorumAtRisk           Reason = "QuorumAtRisk"
+	ReasonVictimIsLeader         Reason = "VictimIsLeader"
+	ReasonSingleMemberNeedsOptIn Reason = "SingleMemberNeedsOptIn"
+	ReasonMemoryDataWouldBeLost  Reason = "MemoryDataWouldBeLost"
+	ReasonLastMember             Reason = "LastMember"
+	ReasonStillAMember           Reason = "StillAMember"
+	ReasonNotDormant             Reason = "NotDormant"
+	ReasonNotAMember             Reason = "NotAMember"
+	ReasonNoQuorumRecovery       Reason = "NoQuorumRecovery"
+	ReasonQuorumShown            Reason = "QuorumShown"
 )
 
 // Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
@@ -53,7 +53,7 @@ func (r *Refusal) Is(target error) bool {
 // once every other voter is healthy: the cluster is simply too small.
 func (r *Refusal) Permanent() bool {
 	switch r.Reason {
-	case ReasonSingleMember, ReasonMemoryData, ReasonLastMember, ReasonQuorum:
+	case ReasonSingleMemberNeedsOptIn, ReasonMemoryDataWouldBeLost, ReasonLastMember, ReasonQuorumAtRisk:
 		return true
 	}
 	return false
@@ -61,20 +61,20 @@ func (r *Refusal) Permanent() bool {
 
 // Sentinels for errors.Is.
 var (
-	ErrUnknownVictim     = &Refusal{Reason: ReasonUnknownVictim}
+	ErrUnknownVictim     = &Refusal{Reason: ReasonUnknownMember}
 	ErrMemberListUnknown = &Refusal{Reason: ReasonMemberListUnknown}
-	ErrOtherDisrupted    = &Refusal{Reason: ReasonOtherDisrupted}
-	ErrOtherNotReady     = &Refusal{Reason: ReasonOtherNotReady}
+	ErrOtherDisrupted    = &Refusal{Reason: ReasonOtherMemberDisrupted}
+	ErrOtherNotReady     = &Refusal{Reason: ReasonOtherMemberNotReady}
 	ErrLearnerPresent    = &Refusal{Reason: ReasonLearnerPresent}
-	ErrQuorum            = &Refusal{Reason: ReasonQuorum}
-	ErrLeader            = &Refusal{Reason: ReasonLeader}
-	ErrSingleMember      = &Refusal{Reason: ReasonSingleMember}
-	ErrMemoryData        = &Refusal{Reason: ReasonMemoryData}
+	ErrQuorum            = &Refusal{Reason: ReasonQuorumAtRisk}
+	ErrLeader            = &Refusal{Reason: ReasonVictimIsLeader}
+	ErrSingleMember      = &Refusal{Reason: ReasonSingleMemberNeedsOptIn}
+	ErrMemoryData        = &Refusal{Reason: ReasonMemoryDataWouldBeLost}
 	ErrLastMember        = &Refusal{Reason: ReasonLastMember}
-	ErrStillMember       = &Refusal{Reason: ReasonStillMember}
+	ErrStillMember       = &Refusal{Reason: ReasonStillAMember}
 	ErrNotDormant        = &Refusal{Reason: ReasonNotDormant}
-	ErrNotMember         = &Refusal{Reason: ReasonNotMember}
-	ErrNoRecovery        = &Refusal{Reason: ReasonNoRecovery}
+	ErrNotMember         = &Refusal{Reason: ReasonNotAMember}
+	ErrNoRecovery        = &Refusal{Reason: ReasonNoQuorumRecovery}
 	ErrQuorumShown       = &Refusal{Reason: ReasonQuorumShown}
 )
 

@@ -52,7 +52,7 @@ func TestAlarmIsNotQuorumLoss(t *testing.T) {
 				{ConditionAvailable, "True", ReasonQuorumHealthy, "2 of 3"},
 				{ConditionDegraded, "True", ReasonAlarm, full + "; c-2: Pod missing"},
 			},
-			action: want{kind: CreatePod, member: "c-2", reason: ReasonPodMissing}},
+			action: want{kind: CreatePod, member: "c-2", reason: ReasonMemberPodMissing}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

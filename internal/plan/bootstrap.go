@@ -58,7 +58,7 @@ func (v *view) bootstrap() (Action, bool) {
 			"starting seed %s with --initial-cluster-state=new", seed.Name), true
 	case seed.Pod.Failed && !seed.Pod.Deleting:
 		// Evicted or rejected before the cluster formed: nothing is lost by rebuilding it.
-		a, _ := v.disrupt(act(DeletePod, seed.Name, ReasonPodFailed, "deleting seed %s's Failed Pod to start it again", seed.Name),
+		a, _ := v.disrupt(act(DeletePod, seed.Name, ReasonMemberPodFailed, "deleting seed %s's Failed Pod to start it again", seed.Name),
 			disruption.Restart)
 		return a, true
 	case seed.Pod.Unschedulable || seed.Pod.Phase == corev1.PodPending:
@@ -66,7 +66,7 @@ func (v *view) bootstrap() (Action, bool) {
 			return a, true
 		}
 		if seed.Pod.Unschedulable {
-			return wait(ReasonUnschedulable, "seed %s cannot be scheduled", seed.Name), true
+			return wait(ReasonMemberUnschedulable, "seed %s cannot be scheduled", seed.Name), true
 		}
 	}
 	return wait(ReasonBootstrapping, "waiting for seed %s to form the cluster", seed.Name), true
@@ -148,7 +148,7 @@ func (v *view) quorumLost() (Action, bool) {
 			if a, ok := v.adoptBeforeCreate(); ok {
 				return a, true
 			}
-			return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name), true
+			return act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name), true
 		}
 	}
 	q := v.quorumEvidence()

@@ -39,7 +39,7 @@ func (v *view) nextStep(a Action) *v1alpha1.StepRecord {
 // cluster makes no progress by the user's choice, and waiting for the user to restart clients
 // before the old CA is dropped may rightly take days: neither is a stuck step.
 func (v *view) deadlineExceeded(a Action, step *v1alpha1.StepRecord) bool {
-	if a.Kind == Nothing || a.Reason == ReasonPaused || a.Reason == ReasonTLSClients || step == nil {
+	if a.Kind == Nothing || a.Reason == ReasonPaused || a.Reason == ReasonWaitingForClientRestart || step == nil {
 		return false
 	}
 	return v.f.Now.Sub(step.Since.Time) > v.f.progressDeadline()

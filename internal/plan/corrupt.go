@@ -32,7 +32,7 @@ func (v *view) corruption() (Action, bool) {
 	ev, hashes := v.f.Etcd.HashEvidence(), v.f.Etcd.HashSummary()
 	on := v.idNames(named)
 	if !ev.Found() {
-		return wait(ReasonCorruptManual, "CORRUPT raised on %s, but no strict majority of the %d voters agrees on one hash "+
+		return wait(ReasonCorruptionNeedsHuman, "CORRUPT raised on %s, but no strict majority of the %d voters agrees on one hash "+
 			"(%s): Steward cannot tell which copy is right and touches nothing; compare `etcdctl endpoint hashkv --cluster` "+
 			"at one revision, or restore the newest good backup into a new cluster", on, ev.Voters, hashes), true
 	}
@@ -41,24 +41,24 @@ func (v *view) corruption() (Action, bool) {
 	}
 	bad := v.minorityVictim(ev)
 	if bad == nil {
-		return wait(ReasonCorruptManual, "CORRUPT: the hash of %s differs from the one %d of %d voters agree on (%s), but "+
+		return wait(ReasonCorruptionNeedsHuman, "CORRUPT: the hash of %s differs from the one %d of %d voters agree on (%s), but "+
 			"Steward does not manage it; remove it (etcdctl member remove)", v.idNames(ev.Minority), len(ev.Majority), ev.Voters, hashes), true
 	}
 	g := health.Gate(v.f.Etcd, health.Expectation{Voters: v.expectedVoters(), Skip: []string{bad.Name},
 		Tolerance: v.lim.AppliedIndexTolerance, AllowCorrupt: true})
 	if g.Check == health.CheckAlarm {
-		return wait(ReasonCorruptManual, "%s's hash differs from the majority's while other alarms stand (%s): Steward replaces "+
+		return wait(ReasonCorruptionNeedsHuman, "%s's hash differs from the majority's while other alarms stand (%s): Steward replaces "+
 			"a corrupt member only when CORRUPT is the only alarm", bad.Name, v.f.Etcd.AlarmMessage()), true
 	}
 	if !g.Passed() {
-		return wait(ReasonCorruptManual, "%s's hash differs from the majority's, but the other members are not all healthy and "+
+		return wait(ReasonCorruptionNeedsHuman, "%s's hash differs from the majority's, but the other members are not all healthy and "+
 			"caught up (%s): Steward replaces a corrupt member only while the others agree; hashes: %s", bad.Name, g, hashes), true
 	}
 	majority := func(m *memberView) bool { return slices.Contains(ev.Majority, m.id()) }
 	if bad.leader {
 		return v.moveLeaderAmong(bad, "replacing it (its hash differs from the majority's)", majority), true
 	}
-	a, _ := v.disrupt(act(RemoveMember, bad.Name, ReasonCorrupt, "replacing %s: its hash differs from the one %d of %d "+
+	a, _ := v.disrupt(act(RemoveMember, bad.Name, ReasonMemberCorrupt, "replacing %s: its hash differs from the one %d of %d "+
 		"voters agree on (%s; CORRUPT raised on %s)", bad.Name, len(ev.Majority), ev.Voters, hashes, on), disruption.Replace)
 	a.MemberID = bad.id()
 	return a, true
@@ -72,17 +72,17 @@ func (v *view) corruption() (Action, bool) {
 // difference etcd saw in revisions since compacted).
 func (v *view) corruptionSettled(ev health.HashEvidence, on string, named []uint64, hashes string) Action {
 	if !ev.Unanimous() {
-		return wait(ReasonCorruptManual, "CORRUPT raised on %s: %d of %d voters agree on hash %08x at revision %d and no "+
+		return wait(ReasonCorruptionNeedsHuman, "CORRUPT raised on %s: %d of %d voters agree on hash %08x at revision %d and no "+
 			"answering voter differs, but the others could not be compared (%s); waiting for every voter's hash",
 			on, len(ev.Majority), ev.Voters, ev.Hash, ev.Revision, hashes)
 	}
 	if v.corruptMemberGone(named) {
-		a := act(DisarmAlarm, "", ReasonCorruptReplaced, "disarming CORRUPT (raised on %s): the member whose copy differed "+
+		a := act(DisarmAlarm, "", ReasonCorruptMemberReplaced, "disarming CORRUPT (raised on %s): the member whose copy differed "+
 			"has left and all %d voters agree (%s)", on, ev.Voters, hashes)
 		a.Alarm = health.AlarmCorrupt
 		return a
 	}
-	return wait(ReasonCorruptManual, "CORRUPT raised on %s, but all %d voters agree on hash %08x at revision %d: Steward "+
+	return wait(ReasonCorruptionNeedsHuman, "CORRUPT raised on %s, but all %d voters agree on hash %08x at revision %d: Steward "+
 		"finds no corrupt copy and replaces nobody; if you know the alarm is stale, disarm it (etcdctl alarm disarm)",
 		on, ev.Voters, ev.Hash, ev.Revision)
 }

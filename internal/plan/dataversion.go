@@ -68,7 +68,7 @@ func (v *view) versionRefused(m *memberView) (Action, bool) {
 	if m.Pod.VersionRefused == "" || !m.Pod.Exists || m.change.Has(ChangeRoll) {
 		return Action{}, false
 	}
-	return wait(ReasonVersionSkew, "%s's etcd refused to start on its data (%s); its data is kept: set spec.version "+
+	return wait(ReasonVersionStepRefused, "%s's etcd refused to start on its data (%s); its data is kept: set spec.version "+
 		"to one its data accepts", m.Name, m.Pod.VersionRefused), true
 }
 

@@ -128,8 +128,8 @@ func TestNoPodBuiltOnDataTooOld(t *testing.T) {
 	f.m("c-0").Template.Version = "3.7.3"
 	f.podGone("c-0")
 	d := Plan(f)
-	if d.Action.Kind != Wait || d.Action.Reason != ReasonVersionSkew {
-		t.Fatalf("action %s, want a Wait for %s", d.Action, ReasonVersionSkew)
+	if d.Action.Kind != Wait || d.Action.Reason != ReasonVersionStepRefused {
+		t.Fatalf("action %s, want a Wait for %s", d.Action, ReasonVersionStepRefused)
 	}
 	for _, s := range []string{"c-0", "3.7.3", "3.5.17"} {
 		if !strings.Contains(d.Action.Message, s) {
@@ -251,8 +251,8 @@ func TestRefusedEditIsNotSettled(t *testing.T) {
 	}
 	f.Cluster.Spec.Version = "3.7.3"
 	d := Plan(f)
-	if d.Action.Kind != Wait || d.Action.Reason != ReasonVersionSkew {
-		t.Fatalf("action %s, want a Wait %s while 3.7.3 is not adopted", d.Action, ReasonVersionSkew)
+	if d.Action.Kind != Wait || d.Action.Reason != ReasonVersionStepRefused {
+		t.Fatalf("action %s, want a Wait %s while 3.7.3 is not adopted", d.Action, ReasonVersionStepRefused)
 	}
 	for _, c := range []string{ConditionProgressing, ConditionRollingUpdate} {
 		if got := d.Condition(c); got.Status != metav1.ConditionTrue || !strings.Contains(got.Message, "3.7.3") {

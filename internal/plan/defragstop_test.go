@@ -34,26 +34,26 @@ func TestPlanDefragRecordEndsWithItsEtcd(t *testing.T) {
 	started := defragStarted("c-1", 10*time.Minute)
 	runPlanCases(t, []planCase{
 		{name: "crash-looping since", mutate: all(started, func(f *Facts) { f.crashing("c-1", 9, "Error") }),
-			want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "back-off"}},
+			want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "back-off"}},
 		{name: "the data check refused its data", mutate: all(started, func(f *Facts) {
 			f.m("c-1").Pod.Ready, f.m("c-1").Pod.DataLost = false, "Empty: /var/lib/etcd/data holds no etcd member"
 			f.silence("c-1")
-		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "data check"}},
+		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "data check"}},
 		{name: "its container restarted after the record", mutate: all(started, func(f *Facts) {
 			p := &f.m("c-1").Pod
 			p.Ready, p.RestartCount, p.LastTerminatedAt = false, 1, f.Now.Add(-5*time.Minute)
 			f.silence("c-1")
-		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "restarted"}},
+		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "restarted"}},
 		{name: "its container is not running now", mutate: all(started, func(f *Facts) {
 			f.m("c-1").Pod.Ready, f.m("c-1").Pod.Stopped = false, true
 			f.silence("c-1")
-		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "not running"}},
+		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "not running"}},
 		{name: "its Pod Failed", mutate: all(started, func(f *Facts) {
 			f.m("c-1").Pod.Failed, f.m("c-1").Pod.Ready = true, false
 			f.silence("c-1")
-		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted}},
+		}), want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted}},
 		{name: "its Pod is gone", mutate: all(started, func(f *Facts) { f.podGone("c-1") }),
-			want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "Pod"}},
+			want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "Pod"}},
 		{name: "a restart before the record says nothing: still defragmenting", mutate: all(started, func(f *Facts) {
 			p := &f.m("c-1").Pod
 			p.Ready, p.RestartCount, p.LastTerminatedAt = false, 3, f.Now.Add(-time.Hour)
@@ -62,11 +62,11 @@ func TestPlanDefragRecordEndsWithItsEtcd(t *testing.T) {
 		// Once closed, nothing holds the repair.
 		{name: "closed: the crash-looping member is replaced", mutate: all(closeDefrag("c-1"),
 			func(f *Facts) { f.crashing("c-1", 9, "Error") }),
-			want: want{kind: RemoveMember, member: "c-1", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 		{name: "closed: the refused member is replaced", mutate: all(closeDefrag("c-1"), func(f *Facts) {
 			f.m("c-1").Pod.Ready, f.m("c-1").Pod.DataLost = false, "Empty: /var/lib/etcd/data holds no etcd member"
 			f.silence("c-1")
-		}), want: want{kind: RemoveMember, member: "c-1", reason: ReasonDataLost, disruption: disruption.Replace}},
+		}), want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberDataLost, disruption: disruption.Replace}},
 		{name: "closed: a gone Pod is recreated", mutate: all(closeDefrag("c-1"), func(f *Facts) { f.podGone("c-1") }),
 			want: want{kind: CreatePod, member: "c-1"}},
 	})
@@ -94,7 +94,7 @@ func TestPlanDefragRecordThenRepair(t *testing.T) {
 	f := healthyFacts(t, 3, "")
 	defragStarted("c-1", 10*time.Minute)(&f)
 	f.crashing("c-1", 9, "Error")
-	checkAction(t, Plan(f), want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted})
+	checkAction(t, Plan(f), want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted})
 	closeDefrag("c-1")(&f)
-	checkAction(t, Plan(f), want{kind: RemoveMember, member: "c-1", reason: ReasonCrashLooping, disruption: disruption.Replace})
+	checkAction(t, Plan(f), want{kind: RemoveMember, member: "c-1", reason: ReasonMemberCrashLooping, disruption: disruption.Replace})
 }

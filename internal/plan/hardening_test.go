@@ -55,12 +55,12 @@ func TestCrashLoopNeedsEvidence(t *testing.T) {
 			f.m("c-2").Pod.NotReadySince = f.Now.Add(-20 * time.Second)
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "crash-looping for the window, etcd silent: replaced", mutate: func(f *Facts) { f.crashing("c-2", 9, "Error") },
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 		{name: "crash-looping and backing off, last exit a while ago: replaced", mutate: func(f *Facts) {
 			f.crashing("c-2", 9, "Error")
 			f.m("c-2").Pod.NotReadySince = f.Now.Add(-10 * time.Minute)
 			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-4 * time.Minute)
-		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 		{name: "killed three times while serving, waiting out a 40 s back-off: kept", mutate: func(f *Facts) {
 			f.crashing("c-2", 2, "Error")
 			f.m("c-2").Pod.NotReadySince = f.Now.Add(-35 * time.Second)
@@ -70,7 +70,7 @@ func TestCrashLoopNeedsEvidence(t *testing.T) {
 			f.crashing("c-2", 2, "Error")
 			f.m("c-2").Pod.NotReadySince = f.Now.Add(-35 * time.Second)
 			f.m("c-2").Pod.LastTerminatedAt = f.Now.Add(-4 * time.Second)
-		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 	})
 }
 
@@ -180,23 +180,23 @@ func TestPlanFailedPod(t *testing.T) {
 	}
 	runPlanCases(t, []planCase{
 		{name: "pvc: delete the Failed Pod so it is recreated on its PVC", mutate: failed("c-1"),
-			want: want{kind: DeletePod, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Restart}},
+			want: want{kind: DeletePod, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
 		{name: "pvc: repaired even while a removal waits", mutate: func(f *Facts) {
 			f.setReplicas(2)
 			f.m("c-2").Deleting = true
 			failed("c-1")(f)
-		}, want: want{kind: DeletePod, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Restart}},
+		}, want: want{kind: DeletePod, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
 		{name: "pvc Pod gone and its PVC on its way out: replace", mutate: func(f *Facts) {
 			f.podGone("c-1")
 			f.m("c-1").PVC.Deleting = true
-		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonDataLost, disruption: disruption.Replace}},
+		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberDataLost, disruption: disruption.Replace}},
 		{name: "memory: replace the member", medium: memory, mutate: failed("c-1"),
-			want: want{kind: RemoveMember, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Replace}},
 		{name: "memory: replaced even while a scale-down's removal waits", medium: memory, mutate: func(f *Facts) {
 			f.setReplicas(2)
 			f.m("c-2").Deleting = true
 			failed("c-1")(f)
-		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonPodFailed, disruption: disruption.Replace}},
+		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Replace}},
 	})
 }
 
@@ -313,26 +313,26 @@ func TestPlanHardeningRisks(t *testing.T) {
 	}
 	runPlanCases(t, []planCase{
 		{name: "Pod terminating briefly: wait", mutate: terminating(time.Minute),
-			want: want{kind: Wait, reason: ReasonPodTerminating}},
+			want: want{kind: Wait, reason: ReasonWaitingForPodDeletion}},
 		{name: "Pod stuck terminating: say so, with the command, never force", mutate: terminating(20 * time.Minute),
 			want: want{kind: Wait, reason: ReasonPodStuckTerminating, message: "kubectl delete pod c-1 -n ns --grace-period=0 --force"}},
 		{name: "a Failed seed is rebuilt", mutate: func(f *Facts) {
 			f.Members, f.Etcd = nil, health.Facts{MemberListErr: "connection refused"}
 			f.Cluster.Status.ClusterID = ""
 			f.newMember(0, v1alpha1.MemberPending).Pod = Pod{Exists: true, Failed: true}
-		}, want: want{kind: DeletePod, member: "c-0", reason: ReasonPodFailed, disruption: disruption.Restart}},
+		}, want: want{kind: DeletePod, member: "c-0", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
 		{name: "the member list comes from another cluster: hold", mutate: func(f *Facts) {
 			f.EtcdClusterID = "beef"
 			f.podGone("c-1")
-		}, want: want{kind: Wait, reason: ReasonWrongCluster, message: "beef"}},
+		}, want: want{kind: Wait, reason: ReasonClusterIdentityMismatch, message: "beef"}},
 		{name: "an endpoint answers as another cluster: hold", mutate: func(f *Facts) {
 			f.ep("c-2").ClusterID = 0xbeef
 			f.podGone("c-1")
-		}, want: want{kind: Wait, reason: ReasonWrongCluster, message: "c-2"}},
+		}, want: want{kind: Wait, reason: ReasonClusterIdentityMismatch, message: "c-2"}},
 		{name: "an endpoint answers as another member: hold", mutate: func(f *Facts) {
 			f.ep("c-2").MemberID = 0x777
 			f.crashing("c-1", 9, "Error")
-		}, want: want{kind: Wait, reason: ReasonWrongCluster, message: "777"}},
+		}, want: want{kind: Wait, reason: ReasonClusterIdentityMismatch, message: "777"}},
 	})
 	d := planFor(t, 3, "", terminating(20*time.Minute))
 	if c := d.Condition(ConditionDegraded); c.Reason != string(ReasonPodStuckTerminating) {
@@ -351,7 +351,7 @@ func TestPlanDataCheckFailed(t *testing.T) {
 		f.m("c-2").Pod.Ready = false
 		f.silence("c-2")
 	})
-	checkAction(t, d, want{kind: RemoveMember, member: "c-2", reason: ReasonDataLost, disruption: disruption.Replace,
+	checkAction(t, d, want{kind: RemoveMember, member: "c-2", reason: ReasonMemberDataLost, disruption: disruption.Replace,
 		message: "its data directory fails the check (Empty"})
 	d = planFor(t, 3, "", func(f *Facts) {
 		f.m("c-0").Pod.DataLost = "Foreign: holds member 2's data, not 1's"

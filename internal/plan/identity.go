@@ -12,7 +12,7 @@ func (v *view) identity() (Action, bool) {
 		return Action{}, false // not formed yet: the first member list latches it
 	}
 	if got := v.f.EtcdClusterID; got != "" && got != want {
-		return wait(ReasonWrongCluster, "the member list came from etcd cluster %s, but this cluster is %s "+
+		return wait(ReasonClusterIdentityMismatch, "the member list came from etcd cluster %s, but this cluster is %s "+
 			"(status.clusterID): nothing is changed until they match; check that the client Service and the "+
 			"member Pods reach this cluster's etcd", got, want), true
 	}
@@ -22,11 +22,11 @@ func (v *view) identity() (Action, bool) {
 			continue
 		}
 		if e.ClusterID != 0 && strconv.FormatUint(e.ClusterID, 16) != want {
-			return wait(ReasonWrongCluster, "%s's endpoint answered as a member of etcd cluster %x, but this cluster is "+
+			return wait(ReasonClusterIdentityMismatch, "%s's endpoint answered as a member of etcd cluster %x, but this cluster is "+
 				"%s: nothing is changed until it matches", m.Name, e.ClusterID, want), true
 		}
 		if m.live != nil && e.MemberID != 0 && e.MemberID != m.live.ID {
-			return wait(ReasonWrongCluster, "%s's endpoint answered as member %x, but the member list has %s as %x: "+
+			return wait(ReasonClusterIdentityMismatch, "%s's endpoint answered as member %x, but the member list has %s as %x: "+
 				"nothing is changed until they match", m.Name, e.MemberID, m.Name, m.live.ID), true
 		}
 	}

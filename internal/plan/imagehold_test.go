@@ -17,18 +17,18 @@ func TestPlanImageHold(t *testing.T) {
 	hold := func(f *Facts) { f.ImageHold = imageUnknown }
 	runPlanCases(t, []planCase{
 		{name: "a missing Pod is not recreated", mutate: all(hold, func(f *Facts) { f.podGone("c-1") }),
-			want: want{kind: Wait, reason: ReasonImageUnknown, message: "CreatePod c-1 (MemberPodMissing) waits for the Steward image: set --operator-image"}},
+			want: want{kind: Wait, reason: ReasonStewardImageUnknown, message: "CreatePod c-1 (MemberPodMissing) waits for the Steward image: set --operator-image"}},
 		{name: "an outdated member is not rolled", mutate: all(hold, func(f *Facts) { f.retarget(cpu("1")) }),
-			want: want{kind: Wait, reason: ReasonImageUnknown, message: "waits for the Steward image"}},
+			want: want{kind: Wait, reason: ReasonStewardImageUnknown, message: "waits for the Steward image"}},
 		{name: "a crash-looping member is not replaced", mutate: all(hold, func(f *Facts) { f.crashing("c-2", 8, "Error") }),
-			want: want{kind: Wait, reason: ReasonImageUnknown}},
+			want: want{kind: Wait, reason: ReasonStewardImageUnknown}},
 		{name: "a new member is not added", mutate: all(hold, func(f *Facts) { f.setReplicas(5) }),
-			want: want{kind: Wait, reason: ReasonImageUnknown}},
+			want: want{kind: Wait, reason: ReasonStewardImageUnknown}},
 		{name: "metadata moves in place", mutate: all(hold, func(f *Facts) {
 			f.retarget(func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"team": "b"} })
 		}), want: want{kind: PatchPodMetadata, member: "c-0"}},
 		{name: "a converged cluster says it could not rebuild a Pod", mutate: hold,
-			want: want{kind: Wait, reason: ReasonImageUnknown, message: "no member Pod can be started: " + imageUnknown}},
+			want: want{kind: Wait, reason: ReasonStewardImageUnknown, message: "no member Pod can be started: " + imageUnknown}},
 		{name: "without a hold nothing changes", mutate: func(f *Facts) { f.podGone("c-1") }, want: want{kind: CreatePod, member: "c-1"}},
 	})
 }
@@ -37,7 +37,7 @@ func TestPlanImageHold(t *testing.T) {
 func TestPlanImageHoldCondition(t *testing.T) {
 	d := planFor(t, 3, "", func(f *Facts) { f.ImageHold = imageUnknown; f.podGone("c-1") })
 	c := meta.FindStatusCondition(d.Conditions, ConditionProgressing)
-	if c == nil || c.Status != "False" || c.Reason != string(ReasonImageUnknown) {
+	if c == nil || c.Status != "False" || c.Reason != string(ReasonStewardImageUnknown) {
 		t.Errorf("Progressing %+v", c)
 	}
 }

@@ -37,11 +37,11 @@ func (v *view) defragInterrupted() (Action, bool) {
 		}
 		since := m.Defrag.StartedAt.UTC().Format(time.RFC3339)
 		if m.ep != nil && m.ep.Healthy && m.ep.ReadOK {
-			return act(RecordDefragmentation, m.Name, ReasonDefragInterrupted,
+			return act(RecordDefragmentation, m.Name, ReasonDefragmentationInterrupted,
 				"%s's defragmentation started %s was interrupted; it serves again", m.Name, since), true
 		}
 		if why := defragEnded(m); why != "" {
-			return act(RecordDefragmentation, m.Name, ReasonDefragInterrupted,
+			return act(RecordDefragmentation, m.Name, ReasonDefragmentationInterrupted,
 				"%s's defragmentation started %s was interrupted: %s", m.Name, since, why), true
 		}
 		if !m.voter() {

@@ -125,7 +125,7 @@ func TestPlanDefragmentation(t *testing.T) {
 			mutate: sizes("c-2", 300, 10), want: want{kind: Defragment, member: "c-2", disruption: disruption.Defragment}},
 		{name: "an interrupted defragmentation is closed once the member serves", mutate: func(f *Facts) {
 			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
-		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted}},
+		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted}},
 		{name: "until then the member counts as disrupted: nothing else goes", mutate: all(fragmented, func(f *Facts) {
 			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
 			f.ep("c-1").ReadOK = false
@@ -134,7 +134,7 @@ func TestPlanDefragmentation(t *testing.T) {
 		{name: "a gone member's record is closed before its repair (defragstop_test.go)", mutate: func(f *Facts) {
 			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
 			f.podGone("c-1")
-		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragInterrupted, message: "its Pod is gone"}},
+		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "its Pod is gone"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +164,7 @@ func TestDefragmentationStatus(t *testing.T) {
 		t.Errorf("Degraded = %+v", deg)
 	}
 	d = planFor(t, 3, "", func(f *Facts) { f.DefragScheduleError = `schedule "99 3 * * *": the minute field "99" is invalid` })
-	if deg := d.Condition(ConditionDegraded); deg.Reason != string(ReasonDefragSchedule) || !strings.Contains(deg.Message, `"99" is invalid`) {
+	if deg := d.Condition(ConditionDegraded); deg.Reason != string(ReasonInvalidDefragmentationSchedule) || !strings.Contains(deg.Message, `"99" is invalid`) {
 		t.Errorf("bad schedule: Degraded = %+v", deg)
 	}
 	d = planFor(t, 3, "", lastDefrag("c-2", v1alpha1.DefragmentationFailed, time.Second, 2))

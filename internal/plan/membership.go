@@ -66,7 +66,7 @@ func (v *view) recordPhases() (Action, bool) {
 				// MemberAdd never happened; withdraw the intent so a repair can run first.
 				return record(m, v1alpha1.MemberPending, "withdrawing the join until the cluster is healthy: "+r.String()), true
 			}
-			return act(AddLearner, m.Name, ReasonJoining, "MemberAddAsLearner for %s did not happen yet; adding it", m.Name), true
+			return act(AddLearner, m.Name, ReasonJoiningMember, "MemberAddAsLearner for %s did not happen yet; adding it", m.Name), true
 		case m.Phase == v1alpha1.MemberLearner || m.Phase == v1alpha1.MemberRunning:
 			// Gone from etcd behind our back: its data is stale; replace it through the removal flow.
 			a := record(m, v1alpha1.MemberRemoving, "the member left etcd; replacing it")
@@ -78,7 +78,7 @@ func (v *view) recordPhases() (Action, bool) {
 }
 
 func record(m *memberView, p v1alpha1.MemberPhase, why string) Action {
-	a := act(RecordPhase, m.Name, ReasonRecording, "%s: recording phase %s (%s)", m.Name, p, why)
+	a := act(RecordPhase, m.Name, ReasonRecordingProgress, "%s: recording phase %s (%s)", m.Name, p, why)
 	a.Phase, a.MemberID = p, m.id()
 	return a
 }
@@ -123,7 +123,7 @@ func (v *view) learner(l *memberView) Action {
 	}
 	r := health.LearnerCaughtUp(v.f.Etcd, l.Name, v.lim.AppliedIndexTolerance)
 	if l.Pod.Ready && !l.Pod.Deleting && r.Passed() {
-		a := act(PromoteLearner, l.Name, ReasonPromoting, "promoting learner %s", l.Name)
+		a := act(PromoteLearner, l.Name, ReasonPromotingLearner, "promoting learner %s", l.Name)
 		a.MemberID = l.id()
 		return a
 	}
@@ -135,11 +135,11 @@ func (v *view) learner(l *memberView) Action {
 	}
 	switch {
 	case l.Pod.Unschedulable:
-		return wait(ReasonUnschedulable, "learner %s cannot be scheduled", l.Name)
+		return wait(ReasonMemberUnschedulable, "learner %s cannot be scheduled", l.Name)
 	case !r.Passed():
-		return wait(ReasonLearnerCatchUp, "learner %s is catching up: %s", l.Name, r.Reason)
+		return wait(ReasonLearnerCatchingUp, "learner %s is catching up: %s", l.Name, r.Reason)
 	}
-	return wait(ReasonLearnerCatchUp, "learner %s's Pod is not ready", l.Name)
+	return wait(ReasonLearnerCatchingUp, "learner %s's Pod is not ready", l.Name)
 }
 
 // removals finish removals: out of etcd first (leader handed off before), then the Pod, then the
@@ -159,7 +159,7 @@ func (v *view) removals() (_ Action, _ bool, waiting *Action) {
 		if m.leader {
 			return v.moveLeader(m, "removing it"), true, waiting
 		}
-		a, _ := v.disrupt(act(RemoveMember, m.Name, ReasonRemoving, "removing %s from etcd", m.Name), v.removalKind(m))
+		a, _ := v.disrupt(act(RemoveMember, m.Name, ReasonRemovingMember, "removing %s from etcd", m.Name), v.removalKind(m))
 		if a.Kind == Wait {
 			if waiting == nil {
 				waiting = &a
@@ -226,7 +226,7 @@ func (v *view) removeOrphan(o health.Member) Action {
 		from := &memberView{Member: &Member{Name: name}, live: &o, leader: true}
 		return v.moveLeader(from, "removing it")
 	}
-	a, _ := v.disrupt(act(RemoveMember, name, ReasonOrphan,
+	a, _ := v.disrupt(act(RemoveMember, name, ReasonRemovingUnknownMember,
 		"member %x (%s) is in etcd but no EtcdMember claims it; removing it", o.ID, o.Name), disruption.Remove)
 	a.MemberID = o.ID
 	return a
@@ -239,7 +239,7 @@ func (v *view) removeOrphan(o health.Member) Action {
 func (v *view) terminating(m *memberView) Action {
 	since := m.Pod.DeletingSince
 	if !v.olderThan(since, v.lim.StuckTerminating) {
-		return wait(ReasonPodTerminating, "waiting for %s's Pod to terminate", m.Name)
+		return wait(ReasonWaitingForPodDeletion, "waiting for %s's Pod to terminate", m.Name)
 	}
 	return wait(ReasonPodStuckTerminating, "%s's Pod has been terminating for %s: its node may be lost. Steward never "+
 		"force-deletes it; once you have confirmed the node is down (or its kubelet stopped), run: "+

@@ -36,7 +36,7 @@ func (v *view) noSpace() (Action, bool) {
 	for _, m := range v.active() {
 		if m.voter() {
 			if m.ep == nil || !m.ep.Reachable || m.ep.DBSize == 0 {
-				return wait(ReasonNoSpace, "recovering from NOSPACE waits for %s to answer", m.Name), true
+				return wait(ReasonRecoveringFromNoSpace, "recovering from NOSPACE waits for %s to answer", m.Name), true
 			}
 			voters = append(voters, m)
 		}
@@ -96,7 +96,7 @@ func (v *view) noSpaceDefragment(m *memberView) Action {
 			return v.moveLeader(m, "defragmenting it")
 		}
 	}
-	a := act(Defragment, m.Name, ReasonNoSpace, "defragmenting %s to recover from NOSPACE (%s of %s in use)", m.Name,
+	a := act(Defragment, m.Name, ReasonRecoveringFromNoSpace, "defragmenting %s to recover from NOSPACE (%s of %s in use)", m.Name,
 		bytes(m.ep.DBSizeInUse), bytes(m.ep.DBSize))
 	a.DefragTrigger = v1alpha1.DefragmentationNoSpace
 	res, _ := v.disrupt(a, disruption.Defragment)
@@ -116,17 +116,17 @@ func (v *view) noSpaceCompact(voters []*memberView) Action {
 		last = s.LastCompaction
 	}
 	if head <= 0 {
-		return wait(ReasonNoSpace, "recovering from NOSPACE needs the head revision, which no member reported")
+		return wait(ReasonRecoveringFromNoSpace, "recovering from NOSPACE needs the head revision, which no member reported")
 	}
 	if last != nil && last.Revision >= head {
-		return wait(ReasonNoSpaceFull, "NOSPACE: the live data alone fills the quota (history compacted to revision %d and every member "+
+		return wait(ReasonQuotaFullOfLiveData, "NOSPACE: the live data alone fills the quota (history compacted to revision %d and every member "+
 			"defragmented: %s); raise spec.options.quotaBackendBytes or delete keys", last.Revision, sizesText(voters))
 	}
 	target := head - CompactKeep
 	if target <= 1 || (last != nil && last.Revision >= target) {
 		target = head
 	}
-	a := act(Compact, "", ReasonNoSpace, "compacting history up to revision %d of %d to recover from NOSPACE (%s; %s)",
+	a := act(Compact, "", ReasonRecoveringFromNoSpace, "compacting history up to revision %d of %d to recover from NOSPACE (%s; %s)",
 		target, head, keptText(head-target), sizesText(voters))
 	a.Revision, a.HeadRevision = target, head
 	return a

@@ -52,9 +52,9 @@ func TestPlanNoSpace(t *testing.T) {
 		want   want
 	}{
 		{name: "every file full of live data and history: compact, keeping the newest 1000 revisions", mutate: full,
-			want: want{kind: Compact, reason: ReasonNoSpace, message: "up to revision 49000 of 50000"}},
+			want: want{kind: Compact, reason: ReasonRecoveringFromNoSpace, message: "up to revision 49000 of 50000"}},
 		{name: "a follower with free pages is defragmented first", mutate: all(full, sizes("c-1", 100, 40), sizes("c-2", 100, 60)),
-			want: want{kind: Defragment, member: "c-1", reason: ReasonNoSpace, disruption: disruption.Defragment}},
+			want: want{kind: Defragment, member: "c-1", reason: ReasonRecoveringFromNoSpace, disruption: disruption.Defragment}},
 		{name: "the leader last, after moving leadership", mutate: all(full, sizes("c-0", 100, 40), sizes("c-1", 30, 30), sizes("c-2", 30, 30)),
 			want: want{kind: MoveLeader, member: "c-0", target: "c-1", reason: ReasonMovingLeader}},
 		{name: "defragmentation waits for the gate, which lets NOSPACE pass but not a lagging member",
@@ -68,13 +68,13 @@ func TestPlanNoSpace(t *testing.T) {
 			mutate: all(full, compactedTo(49_000), func(f *Facts) {
 				f.m("c-0").Defrag.AfterCompaction, f.m("c-1").Defrag.AfterCompaction = 1000, 1000
 			}),
-			want: want{kind: Defragment, member: "c-1", reason: ReasonNoSpace, disruption: disruption.Defragment}},
+			want: want{kind: Defragment, member: "c-1", reason: ReasonRecoveringFromNoSpace, disruption: disruption.Defragment}},
 		{name: "keeping 1000 was not enough: compact to the head", mutate: all(full, compactedTo(49_000)),
 			want: want{kind: Compact, message: "up to revision 50000 of 50000"}},
 		{name: "compacted to the head and still full: only the user can help", mutate: all(full, compactedTo(50_000)),
-			want: want{kind: Wait, reason: ReasonNoSpaceFull, message: "raise spec.options.quotaBackendBytes or delete keys"}},
+			want: want{kind: Wait, reason: ReasonQuotaFullOfLiveData, message: "raise spec.options.quotaBackendBytes or delete keys"}},
 		{name: "no head revision known: nothing is compacted", mutate: all(full, head(0)),
-			want: want{kind: Wait, reason: ReasonNoSpace, message: "head revision"}},
+			want: want{kind: Wait, reason: ReasonRecoveringFromNoSpace, message: "head revision"}},
 		{name: "a young cluster compacts to the head at once", mutate: all(full, head(600)),
 			want: want{kind: Compact, message: "up to revision 600 of 600"}},
 		{name: "an old compaction from an earlier episode does not count", mutate: all(full, compactedTo(10_000)),
@@ -84,11 +84,11 @@ func TestPlanNoSpace(t *testing.T) {
 		}), want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "NOSPACE alarm raised"}},
 		{name: "CORRUPT as well: nothing is compacted or disarmed", mutate: all(full, func(f *Facts) {
 			f.Etcd.Alarms = append(f.Etcd.Alarms, health.Alarm{MemberID: f.live("c-2").ID, Type: health.AlarmCorrupt})
-		}, hashes("c-0=a", "c-1=a", "c-2=b")), want: want{kind: Wait, reason: ReasonCorruptManual, message: "while other alarms stand"}},
+		}, hashes("c-0=a", "c-1=a", "c-2=b")), want: want{kind: Wait, reason: ReasonCorruptionNeedsHuman, message: "while other alarms stand"}},
 		{name: "a member down is repaired first", mutate: all(full, func(f *Facts) { f.podGone("c-2") }),
 			want: want{kind: CreatePod, member: "c-2"}},
 		{name: "a member that does not answer holds the recovery", mutate: all(full, func(f *Facts) { f.silence("c-2") }),
-			want: want{kind: Wait, reason: ReasonNoSpace, message: "waits for c-2 to answer"}},
+			want: want{kind: Wait, reason: ReasonRecoveringFromNoSpace, message: "waits for c-2 to answer"}},
 		{name: "a failing member backs off; the next one goes", mutate: all(full, sizes("c-1", 100, 40), sizes("c-2", 100, 50),
 			lastDefrag("c-1", v1alpha1.DefragmentationFailed, 10*time.Second, 1)),
 			want: want{kind: Defragment, member: "c-2", disruption: disruption.Defragment}},

@@ -42,13 +42,13 @@ func (v *view) pauseFilter(a Action, d *Decision) Action {
 func (v *view) tlsGate(a Action) Action {
 	t := v.f.TLS
 	if t.Hold != "" && (a.Kind.StartsMember() || a.Disruption != nil || a.Kind == MoveLeader) {
-		return wait(ReasonTLSHold, "%s waits for TLS material: %s", a, t.Hold)
+		return wait(ReasonTLSMaterialNotReady, "%s waits for TLS material: %s", a, t.Hold)
 	}
 	if a.Kind == Nothing && t.Hold == "" && t.AwaitingClients {
-		return wait(ReasonTLSClients, "%s", t.Pending)
+		return wait(ReasonWaitingForClientRestart, "%s", t.Pending)
 	}
 	if a.Kind == Nothing && (t.Hold != "" || t.Pending != "") {
-		return wait(ReasonTLSPending, "%s", firstNonEmpty(t.Hold, t.Pending))
+		return wait(ReasonCertificatesInProgress, "%s", firstNonEmpty(t.Hold, t.Pending))
 	}
 	return a
 }
@@ -63,10 +63,10 @@ func (v *view) imageGate(a Action) Action {
 	}
 	// A new member (CreateMember) is held too: it would only wait for its Pod as a Pending member.
 	if a.Kind.StartsMember() || a.Kind == CreateMember || a.Disruption != nil || a.Kind == MoveLeader {
-		return wait(ReasonImageUnknown, "%s waits for the Steward image: %s", a, hold)
+		return wait(ReasonStewardImageUnknown, "%s waits for the Steward image: %s", a, hold)
 	}
 	if a.Kind == Nothing {
-		return wait(ReasonImageUnknown, "no member Pod can be started: %s", hold)
+		return wait(ReasonStewardImageUnknown, "no member Pod can be started: %s", hold)
 	}
 	return a
 }
@@ -134,7 +134,7 @@ func (v *view) disrupt(a Action, kind disruption.Kind) (res Action, blocked bool
 		return wait(ReasonBlocked, "%s is blocked (%s): %s", a.Kind, r.Reason, r.Detail), true
 	}
 	if errors.As(err, &r) && r.Reason == disruption.ReasonLearnerPresent {
-		return wait(ReasonLearnerCatchUp, "%s waits: %s", a.Kind, r.Detail), false
+		return wait(ReasonLearnerCatchingUp, "%s waits: %s", a.Kind, r.Detail), false
 	}
 	return wait(ReasonWaitingForHealth, "%s waits: %v", a.Kind, err), false
 }
@@ -153,7 +153,7 @@ func (v *view) settle(before notes) outcome {
 	// A spec not adopted yet is not done, though every member runs the target: status must not
 	// say settled, and the wait comes back soon for what it waits on (a storage version).
 	if why := v.adoptionRefusal(); why != "" {
-		return decided(wait(ReasonVersionSkew, "the spec is not adopted yet: %s", why))
+		return decided(wait(ReasonVersionStepRefused, "the spec is not adopted yet: %s", why))
 	}
 	return pass()
 }

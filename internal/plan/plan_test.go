@@ -91,7 +91,7 @@ func TestPlanBootstrap(t *testing.T) {
 		{name: "seed unschedulable: say so", mutate: func(f *Facts) {
 			seedPending(f)
 			f.m("c-0").Pod = Pod{Exists: true, Unschedulable: true}
-		}, want: want{kind: Wait, reason: ReasonUnschedulable}},
+		}, want: want{kind: Wait, reason: ReasonMemberUnschedulable}},
 		{name: "seed unschedulable, spec fixed: adopt at once (nothing formed)", mutate: func(f *Facts) {
 			seedPending(f)
 			f.m("c-0").Pod = Pod{Exists: true, Unschedulable: true, Phase: corev1.PodPending}
@@ -132,11 +132,11 @@ func TestPlanBootstrap(t *testing.T) {
 		{name: "seed listed but recorded Pending: record it", mutate: func(f *Facts) {
 			f.memberPhase("c-0", v1alpha1.MemberPending)
 			f.m("c-0").ID = ""
-		}, want: want{kind: RecordPhase, member: "c-0", reason: ReasonRecording}},
+		}, want: want{kind: RecordPhase, member: "c-0", reason: ReasonRecordingProgress}},
 		{name: "a formed cluster never bootstraps again, even unreachable", n: 1, mutate: func(f *Facts) {
 			f.podGone("c-0")
 			f.Etcd = health.Facts{MemberListErr: "connection refused"}
-		}, want: want{kind: CreatePod, member: "c-0", reason: ReasonPodMissing}},
+		}, want: want{kind: CreatePod, member: "c-0", reason: ReasonMemberPodMissing}},
 		{name: "clusterID alone proves the cluster formed", n: 1, mutate: func(f *Facts) {
 			f.Members[0].Phase, f.Members[0].ID = v1alpha1.MemberPending, ""
 			f.podGone("c-0")
@@ -174,7 +174,7 @@ func TestPlanScale(t *testing.T) {
 		{name: "pending member above replicas goes", mutate: func(f *Facts) { f.newMember(3, v1alpha1.MemberPending) },
 			want: want{kind: DeleteMember, member: "c-3", reason: ReasonScalingDown}},
 		{name: "pending member: add as learner", mutate: func(f *Facts) { f.setReplicas(4); f.newMember(3, v1alpha1.MemberPending) },
-			want: want{kind: AddLearner, member: "c-3", reason: ReasonJoining}},
+			want: want{kind: AddLearner, member: "c-3", reason: ReasonJoiningMember}},
 		{name: "pending member waits for health", mutate: func(f *Facts) {
 			f.setReplicas(4)
 			f.newMember(3, v1alpha1.MemberPending)
@@ -218,11 +218,11 @@ func TestPlanLearners(t *testing.T) {
 			f.m("c-3").Pod = Pod{}
 		}, want: want{kind: CreatePod, member: "c-3", reason: ReasonStartingMember}},
 		{name: "caught up: promote", mutate: learner(true, true),
-			want: want{kind: PromoteLearner, member: "c-3", reason: ReasonPromoting}},
+			want: want{kind: PromoteLearner, member: "c-3", reason: ReasonPromotingLearner}},
 		{name: "behind: wait", mutate: learner(true, false),
-			want: want{kind: Wait, reason: ReasonLearnerCatchUp, message: "trails"}},
+			want: want{kind: Wait, reason: ReasonLearnerCatchingUp, message: "trails"}},
 		{name: "Pod not ready: wait", mutate: learner(false, true),
-			want: want{kind: Wait, reason: ReasonLearnerCatchUp}},
+			want: want{kind: Wait, reason: ReasonLearnerCatchingUp}},
 		{name: "stuck past the timeout: remove it", mutate: func(f *Facts) {
 			learner(true, false)(f)
 			stepAgo(f, DefaultLearnerTimeout+time.Second)
@@ -230,7 +230,7 @@ func TestPlanLearners(t *testing.T) {
 		{name: "not yet stuck at the timeout", mutate: func(f *Facts) {
 			learner(true, false)(f)
 			stepAgo(f, DefaultLearnerTimeout)
-		}, want: want{kind: Wait, reason: ReasonLearnerCatchUp}},
+		}, want: want{kind: Wait, reason: ReasonLearnerCatchingUp}},
 		{name: "custom timeout", mutate: func(f *Facts) {
 			learner(true, false)(f)
 			f.Limits.LearnerTimeout = time.Minute
@@ -239,7 +239,7 @@ func TestPlanLearners(t *testing.T) {
 		{name: "unschedulable learner: say so", mutate: func(f *Facts) {
 			learner(false, false)(f)
 			f.m("c-3").Pod.Unschedulable = true
-		}, want: want{kind: Wait, reason: ReasonUnschedulable}},
+		}, want: want{kind: Wait, reason: ReasonMemberUnschedulable}},
 		{name: "two learners: the newest goes", mutate: func(f *Facts) {
 			learner(true, true)(f)
 			f.setReplicas(5)
@@ -248,7 +248,7 @@ func TestPlanLearners(t *testing.T) {
 		}, want: want{kind: RemoveMember, member: "c-4", reason: ReasonExtraLearner, disruption: disruption.Remove}},
 		{name: "a learner nobody owns goes first", mutate: func(f *Facts) {
 			f.Etcd.Members = append(f.Etcd.Members, health.Member{ID: 0x77, PeerURLs: []string{"http://x:2380"}, IsLearner: true})
-		}, want: want{kind: RemoveMember, member: "unknown-member-77", reason: ReasonOrphan, disruption: disruption.Remove}},
+		}, want: want{kind: RemoveMember, member: "unknown-member-77", reason: ReasonRemovingUnknownMember, disruption: disruption.Remove}},
 		{name: "joined but not recorded: record Learner", mutate: func(f *Facts) {
 			learner(true, false)(f)
 			f.memberPhase("c-3", v1alpha1.MemberJoining)
@@ -279,11 +279,11 @@ func TestPlanRemovals(t *testing.T) {
 	}
 	runPlanCases(t, []planCase{
 		{name: "replacement intent, still listed: remove it to replace it", mutate: removing("c-2"),
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemoving, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemovingMember, disruption: disruption.Replace}},
 		{name: "scale-down intent, still listed: remove it for good", mutate: func(f *Facts) {
 			f.setReplicas(2)
 			f.m("c-2").Deleting = true
-		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemoving, disruption: disruption.Remove}},
+		}, want: want{kind: RemoveMember, member: "c-2", reason: ReasonRemovingMember, disruption: disruption.Remove}},
 		{name: "removal intent on the leader: hand off first", mutate: func(f *Facts) { removing("c-2")(f); f.lead("c-2") },
 			want: want{kind: MoveLeader, member: "c-2", target: "c-0"}},
 		{name: "removal refused while another member is down: wait", n: 5, mutate: func(f *Facts) {
@@ -293,7 +293,7 @@ func TestPlanRemovals(t *testing.T) {
 		{name: "removed: delete its Pod", mutate: gone("c-2"),
 			want: want{kind: DeletePod, member: "c-2", reason: ReasonCleaningUp, disruption: disruption.Restart}},
 		{name: "removed, Pod terminating: wait", mutate: func(f *Facts) { gone("c-2")(f); f.m("c-2").Pod.Deleting = true },
-			want: want{kind: Wait, reason: ReasonPodTerminating}},
+			want: want{kind: Wait, reason: ReasonWaitingForPodDeletion}},
 		{name: "removed, Pod gone: delete its data", mutate: func(f *Facts) { gone("c-2")(f); f.m("c-2").Pod = Pod{} },
 			want: want{kind: DeletePVC, member: "c-2", disruption: disruption.DeleteData}},
 		{name: "removed, PVC terminating: wait", mutate: func(f *Facts) {
@@ -321,7 +321,7 @@ func TestPlanRemovals(t *testing.T) {
 			want: want{kind: RecordPhase, member: "c-1", message: "left etcd"}},
 		{name: "a voter nobody owns: remove it", mutate: func(f *Facts) {
 			f.Etcd.Members = append(f.Etcd.Members, health.Member{ID: 0x55, Name: "stray", PeerURLs: []string{"http://stray:2380"}})
-		}, want: want{kind: RemoveMember, member: "unknown-member-55", reason: ReasonOrphan, disruption: disruption.Remove}},
+		}, want: want{kind: RemoveMember, member: "unknown-member-55", reason: ReasonRemovingUnknownMember, disruption: disruption.Remove}},
 		{name: "a leading voter nobody owns: hand off first", mutate: func(f *Facts) {
 			f.Etcd.Members = append(f.Etcd.Members, health.Member{ID: 0x55, Name: "stray", PeerURLs: []string{"http://stray:2380"}})
 			for i := range f.Etcd.Endpoints {
@@ -329,7 +329,7 @@ func TestPlanRemovals(t *testing.T) {
 			}
 		}, want: want{kind: MoveLeader, member: "unknown-member-55", target: "c-0"}},
 		{name: "a Pod on its way out: wait", mutate: func(f *Facts) { f.m("c-1").Pod.Deleting = true },
-			want: want{kind: Wait, reason: ReasonPodTerminating, message: "c-1"}},
+			want: want{kind: Wait, reason: ReasonWaitingForPodDeletion, message: "c-1"}},
 	})
 }
 
@@ -340,17 +340,17 @@ func TestPlanRepair(t *testing.T) {
 	}
 	runPlanCases(t, []planCase{
 		{name: "pvc Pod gone: recreate it, same member", mutate: func(f *Facts) { f.podGone("c-1") },
-			want: want{kind: CreatePod, member: "c-1", reason: ReasonPodMissing}},
+			want: want{kind: CreatePod, member: "c-1", reason: ReasonMemberPodMissing}},
 		{name: "pvc Pod and PVC gone: replace", mutate: func(f *Facts) { f.podGone("c-1"); f.m("c-1").PVC = PVC{} },
-			want: want{kind: RemoveMember, member: "c-1", reason: ReasonDataLost, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberDataLost, disruption: disruption.Replace}},
 		{name: "pvc Pod gone, PVC foreign: refuse", mutate: func(f *Facts) { f.podGone("c-1"); f.m("c-1").PVC.Foreign = true },
 			want: want{kind: Wait, reason: ReasonForeignPVC}},
 		{name: "memory Pod gone: replace", medium: memory, mutate: func(f *Facts) { f.podGone("c-1") },
-			want: want{kind: RemoveMember, member: "c-1", reason: ReasonDataLost, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberDataLost, disruption: disruption.Replace}},
 		{name: "crash-looping: replace", mutate: crash("c-2", 6, "Error"),
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 		{name: "third crash, backing off: replace", mutate: crash("c-2", 2, "Error"),
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 		{name: "second crash: not yet", mutate: crash("c-2", 1, "Error"),
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "two restarts, not backing off (running again): not yet", mutate: func(f *Facts) {
@@ -360,7 +360,7 @@ func TestPlanRepair(t *testing.T) {
 		{name: "custom threshold: not yet", mutate: func(f *Facts) { crash("c-2", 5, "Error")(f); f.Limits.CrashLoopRestarts = 6 },
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "custom threshold", mutate: func(f *Facts) { crash("c-2", 6, "Error")(f); f.Limits.CrashLoopRestarts = 6 },
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonCrashLooping, disruption: disruption.Replace}},
+			want: want{kind: RemoveMember, member: "c-2", reason: ReasonMemberCrashLooping, disruption: disruption.Replace}},
 		{name: "OOM-killed: a replacement would die the same way", mutate: crash("c-2", 50, "OOMKilled"),
 			want: want{kind: Wait, reason: ReasonWaitingForHealth}},
 		{name: "crash-looping leader: hand off first", mutate: func(f *Facts) {
@@ -371,7 +371,7 @@ func TestPlanRepair(t *testing.T) {
 		{name: "crash-looping while another is down: quorum lost, only Pods come back", mutate: func(f *Facts) {
 			crash("c-1", 9, "Error")(f)
 			f.podGone("c-2")
-		}, want: want{kind: CreatePod, member: "c-2", reason: ReasonPodMissing}},
+		}, want: want{kind: CreatePod, member: "c-2", reason: ReasonMemberPodMissing}},
 		{name: "crash-looping in 5 while another is unready: refused, wait", n: 5, mutate: func(f *Facts) {
 			crash("c-1", 9, "Error")(f)
 			f.m("c-3").Pod.Ready = false
@@ -386,7 +386,7 @@ func TestPlanRepair(t *testing.T) {
 			f.podGone("c-1")
 			f.podGone("c-2")
 			f.Etcd.MemberListErr = "etcdserver: request timed out"
-		}, want: want{kind: CreatePod, member: "c-1", reason: ReasonPodMissing}},
+		}, want: want{kind: CreatePod, member: "c-1", reason: ReasonMemberPodMissing}},
 		{name: "members unreachable with Pods present: wait and name them", mutate: func(f *Facts) {
 			f.silence("c-1")
 			f.silence("c-2")

@@ -299,7 +299,7 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan, q evidence.Quor
 	}
 	if annotation != "" {
 		if why := v.evidenceRefusal(annotation, q); why != "" {
-			return cond(ConditionQuorumRecovery, false, ReasonRecoveryRefused, "%s=%s refused: %s", v1alpha1.AnnotationRecoverQuorum, annotation, why)
+			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryRefused, "%s=%s refused: %s", v1alpha1.AnnotationRecoverQuorum, annotation, why)
 		}
 	}
 	what := "survivor " + p.Survivor + ", " + p.Loss
@@ -315,7 +315,7 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan, q evidence.Quor
 			v1alpha1.AnnotationRecoverQuorum, v1alpha1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), what)
 	}
 	if p.Refused != "" {
-		return cond(ConditionQuorumRecovery, false, ReasonRecoveryRefused, "quorum lost; no recovery possible: %s", p.Refused)
+		return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryRefused, "quorum lost; no recovery possible: %s", p.Refused)
 	}
 	how := fmt.Sprintf("set the annotation %s=auto (or =<member>) to run it", v1alpha1.AnnotationRecoverQuorum)
 	if ql := v.f.Cluster.Spec.QuorumLoss; ql != nil && ql.Policy == v1alpha1.QuorumLossAutomatic {
@@ -330,14 +330,14 @@ func (v *view) quorumHealthyCondition(annotation string, q evidence.Quorum) meta
 	_, _, ok := v.quorum()
 	switch {
 	case annotation != "":
-		return cond(ConditionQuorumRecovery, false, ReasonRecoveryIgnored, "%s=%s is ignored: quorum is healthy",
+		return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryNotNeeded, "%s=%s is ignored: quorum is healthy",
 			v1alpha1.AnnotationRecoverQuorum, annotation)
 	case !ok && v.formed() && q.State == evidence.Held:
 		return cond(ConditionQuorumRecovery, false, ReasonMembersUnreachable, "%s; no recovery is needed", q.Summary(v.order()))
 	}
 	if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.Last != nil {
 		if qr.Last.Outcome == v1alpha1.RecoveryAborted {
-			return cond(ConditionQuorumRecovery, false, ReasonRecoveryAborted, "last recovery aborted %s: %s",
+			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryAborted, "last recovery aborted %s: %s",
 				qr.Last.Time.UTC().Format(time.RFC3339), qr.Last.Message)
 		}
 		from := qr.Last.Survivor

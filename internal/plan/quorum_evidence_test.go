@@ -84,7 +84,7 @@ func TestRecoveryNeedsEtcdsEvidence(t *testing.T) {
 		// Finding 2: a refused trigger must not keep Pods from being recreated on their PVCs.
 		{name: "a refused trigger lets a missing Pod come back on its PVC", mutate: all(partitioned, annotate("auto"),
 			func(f *Facts) { f.m("c-2").Pod = Pod{} }),
-			want: want{kind: CreatePod, member: "c-2", reason: ReasonPodMissing}},
+			want: want{kind: CreatePod, member: "c-2", reason: ReasonMemberPodMissing}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,12 +167,12 @@ func TestRecoveryAborts(t *testing.T) {
 		want   want
 	}{
 		{name: "fencing: quorum is back", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing), quorumBack),
-			want: want{kind: AbortRecovery, member: "c-0", reason: ReasonRecoveryAborted, message: "etcd shows quorum: c-2"}},
+			want: want{kind: AbortRecovery, member: "c-0", reason: ReasonQuorumRecoveryAborted, message: "etcd shows quorum: c-2"}},
 		{name: "fencing: another member holds more of the log", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing), ahead),
 			want: want{kind: AbortRecovery, member: "c-0", message: "c-1 (raft index 900) holds more of the log than the survivor c-0"}},
 		{name: "a named survivor is the human's choice, ahead or not", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing), ahead,
 			func(f *Facts) { f.Cluster.Status.QuorumRecovery.InProgress.Trigger = "c-0" }),
-			want: want{kind: DeletePod, member: "c-1", reason: ReasonFencing, disruption: disruption.Fence}},
+			want: want{kind: DeletePod, member: "c-1", reason: ReasonFencingMember, disruption: disruption.Fence}},
 		{name: "before the flag: quorum is back", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryForceNewCluster), quorumBack),
 			want: want{kind: AbortRecovery, member: "c-0"}},
 		{name: "the survivor's Pod already carries the flag: carry on", mutate: all(lostQuorum,

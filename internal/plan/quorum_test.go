@@ -77,7 +77,7 @@ func TestPlanQuorumRecovery(t *testing.T) {
 
 		{name: "fencing deletes the other Pods through the chokepoint", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing),
 			func(f *Facts) { f.m("c-2").Pod = Pod{Exists: true, Phase: "Running"} }),
-			want: want{kind: DeletePod, member: "c-2", reason: ReasonFencing, disruption: disruption.Fence}},
+			want: want{kind: DeletePod, member: "c-2", reason: ReasonFencingMember, disruption: disruption.Fence}},
 		{name: "fencing waits for Pods to be gone, not terminating", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing),
 			func(f *Facts) { f.m("c-2").Pod = Pod{Exists: true, Deleting: true} }),
 			want: want{kind: Wait, reason: ReasonRecoveringQuorum, message: "waiting for c-2's Pod to be gone"}},
@@ -142,8 +142,8 @@ func checkRefused(t *testing.T, d Decision, message string) {
 	if d.Action.Kind == StartRecovery {
 		t.Fatalf("a refused trigger started a recovery: %s", d.Action.Message)
 	}
-	if c := d.Condition(ConditionQuorumRecovery); c.Reason != string(ReasonRecoveryRefused) || !strings.Contains(c.Message, message) {
-		t.Errorf("condition %s %q, want %s ~%q", c.Reason, c.Message, ReasonRecoveryRefused, message)
+	if c := d.Condition(ConditionQuorumRecovery); c.Reason != string(ReasonQuorumRecoveryRefused) || !strings.Contains(c.Message, message) {
+		t.Errorf("condition %s %q, want %s ~%q", c.Reason, c.Message, ReasonQuorumRecoveryRefused, message)
 	}
 	if !strings.Contains(d.DropRecoverAnnotation, message) {
 		t.Errorf("the annotation is kept (drop %q), want it removed saying %q", d.DropRecoverAnnotation, message)
@@ -183,7 +183,7 @@ func TestQuorumRecoveryFromBackup(t *testing.T) {
 		{name: "memory with a backup", medium: v1alpha1.StorageMediumMemory, mutate: all(lostQuorum, withBackup, annotate("auto")),
 			want: want{kind: StartRecovery, message: "storage is Memory"}},
 		{name: "every Pod is fenced, the one that still runs too", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryFencing)),
-			want: want{kind: DeletePod, member: "c-0", reason: ReasonFencing, disruption: disruption.Fence}},
+			want: want{kind: DeletePod, member: "c-0", reason: ReasonFencingMember, disruption: disruption.Fence}},
 		{name: "fenced: drop them", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryFencing), func(f *Facts) { f.podGone("c-0") }),
 			want: want{kind: RecoveryStep, message: "dropping them to rebuild from backup nightly-1"}},
 		{name: "one at a time", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryDiscarding), func(f *Facts) { f.podGone("c-0") }),
@@ -229,7 +229,7 @@ func TestQuorumRecoveryStatus(t *testing.T) {
 		t.Errorf("condition %+v", c)
 	}
 	d = planFor(t, 3, "", annotate("auto"))
-	if c := d.Condition(ConditionQuorumRecovery); c.Reason != string(ReasonRecoveryIgnored) || d.RecoveryPlan != nil {
+	if c := d.Condition(ConditionQuorumRecovery); c.Reason != string(ReasonQuorumRecoveryNotNeeded) || d.RecoveryPlan != nil {
 		t.Errorf("healthy with the annotation: %+v", c)
 	}
 	d = planFor(t, 3, "", all(lostQuorum, inProgress(v1alpha1.RecoveryFencing)))

@@ -15,7 +15,7 @@ import (
 func (v *view) continueRecovery(p *v1alpha1.QuorumRecoveryProgress) Action {
 	s := v.member(p.Survivor)
 	if why := v.recoveryAbort(p); why != "" {
-		return act(AbortRecovery, p.Survivor, ReasonRecoveryAborted, "quorum recovery aborted before changing any data: %s", why)
+		return act(AbortRecovery, p.Survivor, ReasonQuorumRecoveryAborted, "quorum recovery aborted before changing any data: %s", why)
 	}
 	if p.RestoreFrom != "" {
 		return v.continueRestore(p)
@@ -99,7 +99,7 @@ func (v *view) fence(p *v1alpha1.QuorumRecoveryProgress) Action {
 		if m.Pod.Deleting {
 			return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
 		}
-		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencing, "quorum recovery: fencing %s (deleting its Pod; its PVC stays)", m.Name),
+		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (deleting its Pod; its PVC stays)", m.Name),
 			disruption.Fence)
 		return a
 	}
@@ -174,7 +174,7 @@ func (v *view) continueRestore(p *v1alpha1.QuorumRecoveryProgress) Action {
 			if m.Pod.Deleting {
 				return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
 			}
-			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencing, "quorum recovery: fencing %s (deleting its Pod)", m.Name), disruption.Fence)
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (deleting its Pod)", m.Name), disruption.Fence)
 			return a
 		}
 		return recoveryStep("", v1alpha1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)

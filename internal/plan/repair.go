@@ -26,11 +26,11 @@ func (v *view) recreatePods() (Action, bool) {
 				return a, true
 			}
 			if why := v.dataRefusal(m); why != "" {
-				return wait(ReasonVersionSkew, "not recreating %s's Pod: %s", m.Name, why), true
+				return wait(ReasonVersionStepRefused, "not recreating %s's Pod: %s", m.Name, why), true
 			}
-			return act(CreatePod, m.Name, ReasonPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
+			return act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
 		case m.Pod.Failed && !m.Pod.Deleting:
-			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonPodFailed,
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonMemberPodFailed,
 				"deleting %s's Failed Pod so it is recreated on its PVC", m.Name), disruption.Restart)
 			return a, true
 		}
@@ -51,15 +51,15 @@ func (v *view) repair() (Action, bool) {
 		}
 		switch {
 		case !m.Pod.Exists && (v.f.memory() || !m.PVC.Exists || m.PVC.Deleting):
-			return v.replace(m, ReasonDataLost, "its Pod is gone and its data with it")
+			return v.replace(m, ReasonMemberDataLost, "its Pod is gone and its data with it")
 		case m.Pod.Exists && m.Pod.DataLost != "":
 			// Never started on it: an empty directory would rejoin under the old ID with no
 			// memory of its votes, another member's data would start as that member.
-			return v.replace(m, ReasonDataLost, "its data directory fails the check ("+m.Pod.DataLost+")")
+			return v.replace(m, ReasonMemberDataLost, "its data directory fails the check ("+m.Pod.DataLost+")")
 		case m.Pod.Failed && v.f.memory():
-			return v.replace(m, ReasonPodFailed, "its Pod failed and its data in memory with it")
+			return v.replace(m, ReasonMemberPodFailed, "its Pod failed and its data in memory with it")
 		case v.crashLooping(m):
-			return v.replace(m, ReasonCrashLooping, "it keeps crashing and etcd has not heard from it for "+
+			return v.replace(m, ReasonMemberCrashLooping, "it keeps crashing and etcd has not heard from it for "+
 				v.lim.CrashLoopWindow.String())
 		}
 	}
@@ -92,7 +92,7 @@ func (v *view) pending() (Action, bool) {
 		if r := v.gateRunning(); !r.Passed() {
 			return wait(ReasonWaitingForHealth, "adding %s waits for the cluster to be healthy: %s", m.Name, r), true
 		}
-		return act(AddLearner, m.Name, ReasonJoining, "adding %s as a learner", m.Name), true
+		return act(AddLearner, m.Name, ReasonJoiningMember, "adding %s as a learner", m.Name), true
 	}
 	return Action{}, false
 }

@@ -21,10 +21,10 @@ func (v *view) resize() (Action, bool) {
 		requested := equality.Semantic.DeepEqual(EffectiveResources(m.Pod.Resize.Spec), EffectiveResources(v.target.Resources))
 		switch {
 		case requested && m.Pod.Resize.Applied:
-			return act(RecordTemplate, m.Name, ReasonResizing, "%s runs on the new resources: recording it", m.Name), true
+			return act(RecordTemplate, m.Name, ReasonResizingInPlace, "%s runs on the new resources: recording it", m.Name), true
 		case requested:
 			// One resize at a time: wait for this one before the next member.
-			return wait(ReasonResizing, "resizing %s in place: %s", m.Name, m.resizeState()), true
+			return wait(ReasonResizingInPlace, "resizing %s in place: %s", m.Name, m.resizeState()), true
 		}
 		todo = append(todo, m)
 	}
@@ -35,7 +35,7 @@ func (v *view) resize() (Action, bool) {
 	if r := v.gate(m.Name); !r.Passed() {
 		return wait(ReasonWaitingForHealth, "resizing %s waits for the recovery gate: %s", m.Name, r), true
 	}
-	return act(ResizePod, m.Name, ReasonResizing, "resizing %s's etcd container in place (no restart)", m.Name), true
+	return act(ResizePod, m.Name, ReasonResizingInPlace, "resizing %s's etcd container in place (no restart)", m.Name), true
 }
 
 // resizeMembers are the members whose change is a resize in place.

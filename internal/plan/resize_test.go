@@ -42,13 +42,13 @@ func requested(f *Facts, name string, applied bool) {
 func TestPlanResize(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{name: "pvc: resize the highest follower, no disruption", mutate: onResources,
-			want: want{kind: ResizePod, member: "c-2", reason: ReasonResizing}},
+			want: want{kind: ResizePod, member: "c-2", reason: ReasonResizingInPlace}},
 		{name: "memory too: no replacement for CPU", medium: memory, mutate: onResources,
-			want: want{kind: ResizePod, member: "c-2", reason: ReasonResizing}},
+			want: want{kind: ResizePod, member: "c-2", reason: ReasonResizingInPlace}},
 		{name: "one at a time: wait for the kubelet", mutate: func(f *Facts) {
 			onResources(f)
 			requested(f, "c-2", false)
-		}, want: want{kind: Wait, reason: ReasonResizing}},
+		}, want: want{kind: Wait, reason: ReasonResizingInPlace}},
 		{name: "the API server defaulted the memory request to the limit: still the template", mutate: func(f *Facts) {
 			onResources(f)
 			f.retarget(func(t *v1alpha1.MemberTemplate) {
@@ -59,22 +59,22 @@ func TestPlanResize(t *testing.T) {
 			}
 			requested(f, "c-2", true)
 			f.m("c-2").Pod.Resize.Spec.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
-		}, want: want{kind: RecordTemplate, member: "c-2", reason: ReasonResizing}},
+		}, want: want{kind: RecordTemplate, member: "c-2", reason: ReasonResizingInPlace}},
 		{name: "applied: record the template", mutate: func(f *Facts) {
 			onResources(f)
 			requested(f, "c-2", true)
-		}, want: want{kind: RecordTemplate, member: "c-2", reason: ReasonResizing}},
+		}, want: want{kind: RecordTemplate, member: "c-2", reason: ReasonResizingInPlace}},
 		{name: "the leader is resized last, with no handoff", mutate: func(f *Facts) {
 			onResources(f)
 			for _, n := range []string{"c-1", "c-2"} {
 				cpu("250m")(&f.m(n).Template)
 				requested(f, n, true)
 			}
-		}, want: want{kind: ResizePod, member: "c-0", reason: ReasonResizing}},
+		}, want: want{kind: ResizePod, member: "c-0", reason: ReasonResizingInPlace}},
 		{name: "an unhealthy member first, as in a roll (a resize may be what it needs)", mutate: func(f *Facts) {
 			onResources(f)
 			f.ep("c-1").Healthy = false
-		}, want: want{kind: ResizePod, member: "c-1", reason: ReasonResizing}},
+		}, want: want{kind: ResizePod, member: "c-1", reason: ReasonResizingInPlace}},
 		{name: "the gate holds a resize too", mutate: func(f *Facts) {
 			onResources(f)
 			cpu("250m")(&f.m("c-2").Template)
@@ -85,7 +85,7 @@ func TestPlanResize(t *testing.T) {
 			onResources(f)
 			requested(f, "c-2", false)
 			f.m("c-2").Pod.Resize.Pending = "Infeasible"
-		}, want: want{kind: ResizePod, member: "c-1", reason: ReasonResizing}},
+		}, want: want{kind: ResizePod, member: "c-1", reason: ReasonResizingInPlace}},
 		{name: "infeasible on the node: restart instead", mutate: func(f *Facts) {
 			othersDone(f)
 			requested(f, "c-2", false)
@@ -95,7 +95,7 @@ func TestPlanResize(t *testing.T) {
 			onResources(f)
 			requested(f, "c-2", false)
 			f.m("c-2").Pod.Resize.Pending, f.m("c-2").Pod.Resize.PendingSince = "Deferred", f.Now.Add(-20*time.Second)
-		}, want: want{kind: Wait, reason: ReasonResizing}},
+		}, want: want{kind: Wait, reason: ReasonResizingInPlace}},
 		{name: "deferred past the bound: restart instead", mutate: func(f *Facts) {
 			othersDone(f)
 			requested(f, "c-2", false)

@@ -27,7 +27,7 @@ func (v *view) roll() (_ Action, _ bool, blocked string) {
 	for _, m := range v.active() {
 		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeMetadata) &&
 			!m.change.Has(ChangeRoll) && m.Pod.Exists && !m.Pod.Deleting {
-			return act(PatchPodMetadata, m.Name, ReasonPatchingMetadata, "patching %s's Pod labels and annotations in place", m.Name), true, ""
+			return act(PatchPodMetadata, m.Name, ReasonPatchingPodMetadata, "patching %s's Pod labels and annotations in place", m.Name), true, ""
 		}
 	}
 	if a, ok := v.recordInPlace(); ok {
@@ -42,7 +42,7 @@ func (v *view) roll() (_ Action, _ bool, blocked string) {
 	}
 	victim := order[0]
 	if why := v.dataRefusal(victim); why != "" && !v.f.memory() {
-		return wait(ReasonVersionSkew, "not rolling %s: %s", victim.Name, why), true, ""
+		return wait(ReasonVersionStepRefused, "not rolling %s: %s", victim.Name, why), true, ""
 	}
 	kind, verb, k := disruption.Restart, "restarting", DeletePod
 	switch {

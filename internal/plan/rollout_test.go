@@ -64,7 +64,7 @@ func TestPlanRollout(t *testing.T) {
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "EndpointHealthy"}},
 		{name: "podMetadata only: patched in place, no disruption", mutate: func(f *Facts) {
 			f.retarget(func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} })
-		}, want: want{kind: PatchPodMetadata, member: "c-0", reason: ReasonPatchingMetadata}},
+		}, want: want{kind: PatchPodMetadata, member: "c-0", reason: ReasonPatchingPodMetadata}},
 		{name: "podMetadata with a roll: the roll carries it", mutate: func(f *Facts) {
 			f.retarget(func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Annotations = map[string]string{"a": "b"} })
 			outdated(f)
@@ -106,13 +106,13 @@ func TestPlanRollout(t *testing.T) {
 		{name: "a spec edit waits while a Pod is on its way out", mutate: func(f *Facts) {
 			f.Cluster.Spec.Version = "3.5.18"
 			f.m("c-2").Pod.Deleting = true
-		}, want: want{kind: Wait, reason: ReasonPodTerminating}},
+		}, want: want{kind: Wait, reason: ReasonWaitingForPodDeletion}},
 		{name: "a spec edit waits while a learner catches up", mutate: func(f *Facts) {
 			f.Cluster.Spec.Version = "3.5.18"
 			f.setReplicas(4)
 			f.newMember(3, v1alpha1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
 			f.addLearner("c-3", false)
-		}, want: want{kind: Wait, reason: ReasonLearnerCatchUp}},
+		}, want: want{kind: Wait, reason: ReasonLearnerCatchingUp}},
 		{name: "a skipped minor is not adopted; the current target rolls on", mutate: func(f *Facts) {
 			f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.4" })
 			f.Cluster.Spec.Version = "3.7.0"
@@ -133,11 +133,11 @@ func TestPlanHousekeeping(t *testing.T) {
 		}
 	}
 	runPlanCases(t, []planCase{
-		{name: "expand the first PVC", mutate: grow, want: want{kind: ExpandPVC, member: "c-0", reason: ReasonExpanding}},
+		{name: "expand the first PVC", mutate: grow, want: want{kind: ExpandPVC, member: "c-0", reason: ReasonExpandingStorage}},
 		{name: "one at a time", mutate: func(f *Facts) {
 			grow(f)
 			f.m("c-0").PVC.Requested = resource.MustParse("8Gi")
-		}, want: want{kind: Wait, reason: ReasonExpanding, message: "c-0"}},
+		}, want: want{kind: Wait, reason: ReasonExpandingStorage, message: "c-0"}},
 		{name: "next once the first grew", mutate: func(f *Facts) {
 			grow(f)
 			f.m("c-0").PVC.Requested, f.m("c-0").PVC.Capacity = resource.MustParse("8Gi"), resource.MustParse("8Gi")
@@ -146,7 +146,7 @@ func TestPlanHousekeeping(t *testing.T) {
 			grow(f)
 			f.m("c-1").PVC.Requested = resource.MustParse("8Gi")
 			f.m("c-1").PVC.FileSystemResizePending = true
-		}, want: want{kind: DeletePod, member: "c-1", reason: ReasonResizingFS, disruption: disruption.Restart}},
+		}, want: want{kind: DeletePod, member: "c-1", reason: ReasonResizingFilesystem, disruption: disruption.Restart}},
 		{name: "filesystem resize of the leader: hand off first", mutate: func(f *Facts) {
 			grow(f)
 			f.m("c-0").PVC.Requested = resource.MustParse("8Gi")
@@ -157,7 +157,7 @@ func TestPlanHousekeeping(t *testing.T) {
 			for i := range f.Members {
 				f.Members[i].PVC.Resizable = false
 			}
-		}, want: want{kind: Wait, reason: ReasonNotExpandable, message: "does not allow"}},
+		}, want: want{kind: Wait, reason: ReasonStorageNotExpandable, message: "does not allow"}},
 		{name: "memory: size is a roll, not an expansion", medium: memory, mutate: grow,
 			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Replace}},
 		{name: "healthy and current: nothing", want: want{kind: Nothing, reason: ReasonReconciled}},
@@ -217,7 +217,7 @@ func TestProgressDeadline(t *testing.T) {
 	if !d.DeadlineExceeded {
 		t.Fatalf("11 minutes on one step must exceed the default 600s deadline")
 	}
-	if c := d.Condition(ConditionProgressing); c.Status != "False" || c.Reason != string(ReasonDeadline) {
+	if c := d.Condition(ConditionProgressing); c.Status != "False" || c.Reason != string(ReasonProgressDeadlineExceeded) {
 		t.Errorf("Progressing = %+v", c)
 	}
 	if d.Action.Kind != Wait {

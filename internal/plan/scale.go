@@ -70,24 +70,24 @@ func (v *view) housekeeping() (Action, bool) {
 		if p.FileSystemResizePending {
 			return v.restartForResize(m), true
 		}
-		return wait(ReasonExpanding, "waiting for %s's volume to grow to %s", m.Name, p.Requested.String()), true
+		return wait(ReasonExpandingStorage, "waiting for %s's volume to grow to %s", m.Name, p.Requested.String()), true
 	}
 	for _, m := range v.active() {
 		if !v.kept(m) || !m.change.Has(ChangeExpand) {
 			continue
 		}
 		if !m.PVC.Resizable {
-			return wait(ReasonNotExpandable, "storage.size %s cannot be applied: the StorageClass of %s's PVC does not allow "+
+			return wait(ReasonStorageNotExpandable, "storage.size %s cannot be applied: the StorageClass of %s's PVC does not allow "+
 				"volume expansion; nothing was disrupted", v.target.Storage.Size.String(), m.Name), true
 		}
-		return act(ExpandPVC, m.Name, ReasonExpanding, "expanding %s's PVC to %s", m.Name, v.target.Storage.Size.String()), true
+		return act(ExpandPVC, m.Name, ReasonExpandingStorage, "expanding %s's PVC to %s", m.Name, v.target.Storage.Size.String()), true
 	}
 	return Action{}, false
 }
 
 func (v *view) restartForResize(m *memberView) Action {
 	if v.f.strategy() == v1alpha1.OnDelete {
-		return wait(ReasonResizingFS, "%s's filesystem grows when its Pod restarts (updateStrategy OnDelete: delete it)", m.Name)
+		return wait(ReasonResizingFilesystem, "%s's filesystem grows when its Pod restarts (updateStrategy OnDelete: delete it)", m.Name)
 	}
 	if r := v.gate(m.Name); !r.Passed() {
 		return wait(ReasonWaitingForHealth, "restarting %s to grow its filesystem waits for the recovery gate: %s", m.Name, r)
@@ -95,6 +95,6 @@ func (v *view) restartForResize(m *memberView) Action {
 	if m.leader {
 		return v.moveLeader(m, "restarting it to grow its filesystem")
 	}
-	a, _ := v.disrupt(act(DeletePod, m.Name, ReasonResizingFS, "restarting %s so its filesystem grows", m.Name), disruption.Restart)
+	a, _ := v.disrupt(act(DeletePod, m.Name, ReasonResizingFilesystem, "restarting %s so its filesystem grows", m.Name), disruption.Restart)
 	return a
 }

@@ -89,7 +89,7 @@ func TestSequenceRecoveryAbortsWhenQuorumReturns(t *testing.T) {
 						started = e.step
 					case e.kind == AbortRecovery:
 						aborted = e.step
-					case e.kind == DeletePod && e.reason == ReasonFencing:
+					case e.kind == DeletePod && e.reason == ReasonFencingMember:
 						fenced = append(fenced, e.member)
 						if healed != 0 {
 							w.violate("fenced %s after %s came back (step %d)", e.member, tc.returns, healed)
@@ -192,9 +192,9 @@ func TestSequenceDefragRecordDoesNotBlockRepair(t *testing.T) {
 			closed, repaired := 0, 0
 			for _, e := range w.events {
 				switch {
-				case e.kind == RecordDefragmentation && e.member == "c-1" && e.reason == ReasonDefragInterrupted:
+				case e.kind == RecordDefragmentation && e.member == "c-1" && e.reason == ReasonDefragmentationInterrupted:
 					closed = e.step
-				case e.member == "c-1" && e.reason == ReasonCrashLooping && repaired == 0:
+				case e.member == "c-1" && e.reason == ReasonMemberCrashLooping && repaired == 0:
 					repaired = e.step
 				}
 			}

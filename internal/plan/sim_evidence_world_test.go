@@ -251,7 +251,7 @@ func (w *world) applyEvidence(m *wMember, a Action) {
 // fenced: a quorum recovery deletes a member's Pod. That is only ever right while etcd has no
 // quorum (the world's own truth, not the plan's evidence); the survivor's own restarts are not fencing.
 func (w *world) fenced(a Action, m *wMember) {
-	if a.Reason == ReasonFencing && w.quorum() {
+	if a.Reason == ReasonFencingMember && w.quorum() {
 		w.violate("fenced %s while etcd had quorum (leader %x)", m.name, w.leader)
 	}
 	w.events = append(w.events, event{step: w.step, kind: a.Kind, member: a.Member, ordinal: m.ordinal, reason: a.Reason})

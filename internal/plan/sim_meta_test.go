@@ -67,8 +67,8 @@ func TestSimulatorCatchesBrokenPlanners(t *testing.T) {
 			name: "promotes before catch-up and adds a second learner",
 			broken: func(f Facts) Decision {
 				d := Plan(f)
-				if d.Action.Kind == Wait && d.Action.Reason == ReasonLearnerCatchUp {
-					d.Action = act(AddLearner, "c-4", ReasonJoining, "x")
+				if d.Action.Kind == Wait && d.Action.Reason == ReasonLearnerCatchingUp {
+					d.Action = act(AddLearner, "c-4", ReasonJoiningMember, "x")
 				}
 				return d
 			},

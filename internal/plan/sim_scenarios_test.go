@@ -98,7 +98,7 @@ func TestSequenceOnDelete(t *testing.T) {
 			if d.Action.Kind != Nothing || len(w.touched()) != 0 {
 				t.Fatalf("OnDelete touched %s; ended with %s\n%s", names(w.touched()), d.Action, w.tail(20))
 			}
-			if c := d.Condition(ConditionRollingUpdate); c.Reason != string(ReasonWaitingDeletion) || c.Status != "True" {
+			if c := d.Condition(ConditionRollingUpdate); c.Reason != string(ReasonWaitingForDeletion) || c.Status != "True" {
 				t.Errorf("RollingUpdate = %+v", c)
 			}
 			if len(d.Outdated) != 3 || d.UpdatedMembers != 0 {
@@ -198,7 +198,7 @@ func TestSequenceOOMKilled(t *testing.T) {
 	if len(w.touched()) != 0 {
 		t.Errorf("an OOM-killed member must not be replaced: %s", names(w.touched()))
 	}
-	if c := d.Condition(ConditionDegraded); c.Reason != string(ReasonOOMKilled) || !strings.Contains(c.Message, "c-1") {
+	if c := d.Condition(ConditionDegraded); c.Reason != string(ReasonMemberOOMKilled) || !strings.Contains(c.Message, "c-1") {
 		t.Errorf("Degraded = %+v", c)
 	}
 	// The user raises the limit: the OOM-killed member is rolled first.
@@ -259,7 +259,7 @@ func TestSequenceStorageExpansion(t *testing.T) {
 		}
 		w.growPaused = true
 		d := w.run(3, map[int]func(*world){1: grow})
-		if d.Action.Kind != Wait || d.Action.Reason != ReasonExpanding {
+		if d.Action.Kind != Wait || d.Action.Reason != ReasonExpandingStorage {
 			t.Fatalf("after one expansion: %s", d.Action)
 		}
 		w.growPaused = false
@@ -272,7 +272,7 @@ func TestSequenceStorageExpansion(t *testing.T) {
 	t.Run("StorageClass without expansion: reported, nothing touched", func(t *testing.T) {
 		w := formedWorld(t, 3, "")
 		w.resizable = false
-		w.stuck(20, map[int]func(*world){1: grow}, ReasonNotExpandable)
+		w.stuck(20, map[int]func(*world){1: grow}, ReasonStorageNotExpandable)
 		if len(w.touched()) != 0 {
 			t.Errorf("touched %s", names(w.touched()))
 		}

@@ -216,7 +216,7 @@ func wantRepairedFirst(t *testing.T, w *world, member string) {
 	for _, e := range w.events {
 		switch {
 		case e.step < w.faultStep:
-		case e.member == member && (e.reason == ReasonPodMissing || e.reason == ReasonDataLost || e.reason == ReasonCrashLooping):
+		case e.member == member && (e.reason == ReasonMemberPodMissing || e.reason == ReasonMemberDataLost || e.reason == ReasonMemberCrashLooping):
 			if repaired == 0 {
 				repaired = e.step
 			}

@@ -127,7 +127,7 @@ func (v *view) rolloutStatus(d *Decision, found notes) *v1alpha1.RolloutStatus {
 	}
 	r := &v1alpha1.RolloutStatus{}
 	switch d.Action.Reason {
-	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingMetadata, ReasonResizing:
+	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingPodMetadata, ReasonResizingInPlace:
 		r.Member = d.Action.Member
 	}
 	r.InPlace = d.InPlace
@@ -196,7 +196,7 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 	case a.Reason == ReasonPaused:
 		return cond(ConditionProgressing, false, ReasonPaused, "%s", a.Message)
 	case d.DeadlineExceeded:
-		return cond(ConditionProgressing, false, ReasonDeadline, "the step in progress exceeded progressDeadlineSeconds "+
+		return cond(ConditionProgressing, false, ReasonProgressDeadlineExceeded, "the step in progress exceeded progressDeadlineSeconds "+
 			"(%s); still trying while safe: %s", v.f.progressDeadline(), a.Message)
 	case a.Kind == Nothing || stalled[a.Reason]:
 		return cond(ConditionProgressing, false, a.Reason, "%s", a.Message)
@@ -208,14 +208,14 @@ func (v *view) progressing(d *Decision) metav1.Condition {
 }
 
 // stalled are waits that only the user or the outside world can end: nothing is progressing.
-var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonNotExpandable: true, ReasonQuorumLost: true,
-	ReasonMembersUnreachable: true, ReasonPodStuckTerminating: true, ReasonWrongCluster: true, ReasonTLSClients: true,
-	ReasonCorruptManual: true, ReasonImageUnknown: true}
+var stalled = map[Reason]bool{ReasonBlocked: true, ReasonForeignPVC: true, ReasonStorageNotExpandable: true, ReasonQuorumLost: true,
+	ReasonMembersUnreachable: true, ReasonPodStuckTerminating: true, ReasonClusterIdentityMismatch: true, ReasonWaitingForClientRestart: true,
+	ReasonCorruptionNeedsHuman: true, ReasonStewardImageUnknown: true}
 
 // degraded names every member that is not a healthy voter, and why.
 func (v *view) degraded(d *Decision) metav1.Condition {
 	if v.f.replicas() == 0 || !v.formed() {
-		return cond(ConditionDegraded, false, ReasonAllHealthy, "no member is expected to run")
+		return cond(ConditionDegraded, false, ReasonAllMembersHealthy, "no member is expected to run")
 	}
 	var reason Reason
 	var msgs []string
@@ -231,28 +231,28 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 	}
 	// A CORRUPT alarm Steward cannot resolve from the hashes is the worst state short of quorum loss
 	// (writes refused until a human picks the right copy): its reason leads, with the evidence.
-	if d.Action.Reason == ReasonCorruptManual {
-		reason, msgs = ReasonCorruptManual, append(msgs, d.Action.Message)
+	if d.Action.Reason == ReasonCorruptionNeedsHuman {
+		reason, msgs = ReasonCorruptionNeedsHuman, append(msgs, d.Action.Message)
 	}
 	for _, m := range v.active() {
 		switch {
 		case m.Phase == v1alpha1.MemberPending && !m.inEtcd():
 			// Not created in etcd yet: progress, not damage.
 		case !m.Pod.Exists:
-			add(ReasonPodMissing, m.Name, "Pod missing")
+			add(ReasonMemberPodMissing, m.Name, "Pod missing")
 		case m.Pod.Failed:
-			add(ReasonPodFailed, m.Name, "Pod Failed (evicted or rejected by its node); it is recreated")
+			add(ReasonMemberPodFailed, m.Name, "Pod Failed (evicted or rejected by its node); it is recreated")
 		case m.Pod.Deleting && v.olderThan(m.Pod.DeletingSince, v.lim.StuckTerminating):
 			add(ReasonPodStuckTerminating, m.Name, fmt.Sprintf("Pod terminating for %s; its node may be lost",
 				v.f.Now.Sub(m.Pod.DeletingSince).Round(time.Second)))
 		case m.Pod.Exists && m.Pod.VersionRefused != "":
-			add(ReasonVersionSkew, m.Name, "etcd refused to start on its data: "+m.Pod.VersionRefused)
+			add(ReasonVersionStepRefused, m.Name, "etcd refused to start on its data: "+m.Pod.VersionRefused)
 		case v.oomLooping(m):
-			add(ReasonOOMKilled, m.Name, fmt.Sprintf("OOM-killed %d times; raise resources.limits.memory", m.Pod.RestartCount))
+			add(ReasonMemberOOMKilled, m.Name, fmt.Sprintf("OOM-killed %d times; raise resources.limits.memory", m.Pod.RestartCount))
 		case v.crashLooping(m):
-			add(ReasonCrashLooping, m.Name, fmt.Sprintf("restarted %d times", m.Pod.RestartCount))
+			add(ReasonMemberCrashLooping, m.Name, fmt.Sprintf("restarted %d times", m.Pod.RestartCount))
 		case m.Pod.Unschedulable:
-			add(ReasonUnschedulable, m.Name, "Pod cannot be scheduled")
+			add(ReasonMemberUnschedulable, m.Name, "Pod cannot be scheduled")
 		case !m.Pod.Ready:
 			add(ReasonMemberUnhealthy, m.Name, "Pod not ready")
 		case !m.healthy():
@@ -263,16 +263,16 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 		add(ReasonMemberUnhealthy, orphanName(o.ID), "in etcd but not managed by Steward")
 	}
 	if e := v.f.DefragScheduleError; e != "" {
-		add(ReasonDefragSchedule, "spec.maintenance.defragmentation.schedule", e+"; scheduled defragmentation is off until it is fixed")
+		add(ReasonInvalidDefragmentationSchedule, "spec.maintenance.defragmentation.schedule", e+"; scheduled defragmentation is off until it is fixed")
 	}
 	for _, m := range v.active() {
 		if d := m.Defrag; d != nil && d.ConsecutiveFailures >= DefragFailuresDegraded && d.Last != nil {
-			add(ReasonDefragFailing, m.Name, fmt.Sprintf("defragmentation failed %d times in a row, last: %s",
+			add(ReasonDefragmentationFailing, m.Name, fmt.Sprintf("defragmentation failed %d times in a row, last: %s",
 				d.ConsecutiveFailures, d.Last.Message))
 		}
 	}
 	if reason == "" {
-		return cond(ConditionDegraded, false, ReasonAllHealthy, "every member is healthy")
+		return cond(ConditionDegraded, false, ReasonAllMembersHealthy, "every member is healthy")
 	}
 	return cond(ConditionDegraded, true, reason, "%s", strings.Join(msgs, "; "))
 }
@@ -281,7 +281,7 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 func (v *view) rollingUpdate(d *Decision, found notes) metav1.Condition {
 	a := d.Action
 	if len(d.Outdated) == 0 && found.adoptRefused != "" {
-		return cond(ConditionRollingUpdate, true, ReasonVersionSkew, "every member runs the target; the spec is not adopted yet: %s",
+		return cond(ConditionRollingUpdate, true, ReasonVersionStepRefused, "every member runs the target; the spec is not adopted yet: %s",
 			found.adoptRefused)
 	}
 	if len(d.Outdated) == 0 {
@@ -298,12 +298,12 @@ func (v *view) rollingUpdate(d *Decision, found notes) metav1.Condition {
 	case a.Reason == ReasonPaused:
 		return cond(ConditionRollingUpdate, true, ReasonPaused, "paused; outdated: %s", outdated)
 	case v.f.strategy() == v1alpha1.OnDelete && len(d.Order) > 0:
-		return cond(ConditionRollingUpdate, true, ReasonWaitingDeletion, "updateStrategy OnDelete: delete the Pods of %s "+
+		return cond(ConditionRollingUpdate, true, ReasonWaitingForDeletion, "updateStrategy OnDelete: delete the Pods of %s "+
 			"to rebuild them on the new template", strings.Join(d.Order, ", "))
 	case found.rollBlocked != "":
 		return cond(ConditionRollingUpdate, true, ReasonBlocked, "%s", found.rollBlocked)
-	case a.Reason == ReasonRollingMember || a.Reason == ReasonMovingLeader || a.Reason == ReasonPatchingMetadata ||
-		a.Reason == ReasonResizing:
+	case a.Reason == ReasonRollingMember || a.Reason == ReasonMovingLeader || a.Reason == ReasonPatchingPodMetadata ||
+		a.Reason == ReasonResizingInPlace:
 		return cond(ConditionRollingUpdate, true, ReasonRollingMember, "%s; outdated: %s", a.Message, outdated)
 	}
 	return cond(ConditionRollingUpdate, true, ReasonWaitingForHealth, "%s; outdated: %s", a.Message, outdated)

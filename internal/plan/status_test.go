@@ -30,7 +30,7 @@ func TestConditions(t *testing.T) {
 	}{
 		{name: "healthy", want: []condWant{
 			{ConditionAvailable, "True", ReasonQuorumHealthy, "3 of 3"},
-			{ConditionDegraded, "False", ReasonAllHealthy, ""},
+			{ConditionDegraded, "False", ReasonAllMembersHealthy, ""},
 			{ConditionProgressing, "False", ReasonReconciled, ""},
 			{ConditionRollingUpdate, "False", ReasonUpToDate, ""},
 		}},
@@ -42,8 +42,8 @@ func TestConditions(t *testing.T) {
 		}},
 		{name: "one Pod missing: degraded, names it", mutate: func(f *Facts) { f.podGone("c-1") }, want: []condWant{
 			{ConditionAvailable, "True", ReasonQuorumHealthy, "2 of 3"},
-			{ConditionDegraded, "True", ReasonPodMissing, "c-1: Pod missing"},
-			{ConditionProgressing, "True", ReasonPodMissing, "c-1"},
+			{ConditionDegraded, "True", ReasonMemberPodMissing, "c-1: Pod missing"},
+			{ConditionProgressing, "True", ReasonMemberPodMissing, "c-1"},
 		}},
 		{name: "quorum lost", medium: memory, mutate: func(f *Facts) {
 			f.podGone("c-1")
@@ -71,12 +71,12 @@ func TestConditions(t *testing.T) {
 			{ConditionQuorumRecovery, "False", ReasonMembersUnreachable, "no recovery runs on silence"}}},
 		{name: "OOM-killed", mutate: func(f *Facts) {
 			f.crashing("c-2", 9, "OOMKilled")
-		}, want: []condWant{{ConditionDegraded, "True", ReasonOOMKilled, "resources.limits.memory"}}},
+		}, want: []condWant{{ConditionDegraded, "True", ReasonMemberOOMKilled, "resources.limits.memory"}}},
 		{name: "crash-looping", mutate: func(f *Facts) {
 			f.crashing("c-2", 9, "Error")
-		}, want: []condWant{{ConditionDegraded, "True", ReasonCrashLooping, "restarted 9 times"}}},
+		}, want: []condWant{{ConditionDegraded, "True", ReasonMemberCrashLooping, "restarted 9 times"}}},
 		{name: "unschedulable", mutate: func(f *Facts) { f.m("c-2").Pod.Unschedulable = true },
-			want: []condWant{{ConditionDegraded, "True", ReasonUnschedulable, "c-2"}}},
+			want: []condWant{{ConditionDegraded, "True", ReasonMemberUnschedulable, "c-2"}}},
 		{name: "endpoint unhealthy though the Pod is ready", mutate: func(f *Facts) { f.ep("c-1").Healthy = false },
 			want: []condWant{{ConditionDegraded, "True", ReasonMemberUnhealthy, "c-1: etcd endpoint unhealthy"}}},
 		{name: "an unknown member", mutate: func(f *Facts) {
@@ -99,7 +99,7 @@ func TestConditions(t *testing.T) {
 		{name: "OnDelete", mutate: func(f *Facts) {
 			f.retarget(cpu("1"))
 			f.Cluster.Spec.UpdateStrategy.Type = v1alpha1.OnDelete
-		}, want: []condWant{{ConditionRollingUpdate, "True", ReasonWaitingDeletion, "c-2, c-1, c-0"}}},
+		}, want: []condWant{{ConditionRollingUpdate, "True", ReasonWaitingForDeletion, "c-2, c-1, c-0"}}},
 		{name: "paused with a pending change", mutate: func(f *Facts) {
 			f.Cluster.Spec.Version = "3.5.18"
 			f.Cluster.Spec.Paused = true
@@ -119,7 +119,7 @@ func TestConditions(t *testing.T) {
 			f.Etcd.MemberListErr = "refused"
 		}, want: []condWant{
 			{ConditionAvailable, "False", ReasonDormant, ""},
-			{ConditionDegraded, "False", ReasonAllHealthy, ""},
+			{ConditionDegraded, "False", ReasonAllMembersHealthy, ""},
 			{ConditionProgressing, "False", ReasonDormant, ""},
 		}},
 	}

@@ -13,15 +13,15 @@ func TestPlanTLSGateReasons(t *testing.T) {
 	const msg = "restart clients that load certificates once (for example kube-apiserver) ..., then approve"
 	runPlanCases(t, []planCase{
 		{name: "certificate work in flight", mutate: func(f *Facts) { f.TLS.Pending = "waiting for etcd-0 to serve" },
-			want: want{kind: Wait, reason: ReasonTLSPending, message: "etcd-0"}},
+			want: want{kind: Wait, reason: ReasonCertificatesInProgress, message: "etcd-0"}},
 		{name: "waiting for clients", mutate: func(f *Facts) { f.TLS.Pending, f.TLS.AwaitingClients = msg, true },
-			want: want{kind: Wait, reason: ReasonTLSClients, message: "kube-apiserver"}},
+			want: want{kind: Wait, reason: ReasonWaitingForClientRestart, message: "kube-apiserver"}},
 		{name: "waiting for clients for days is not a stuck step", mutate: func(f *Facts) {
 			f.TLS.Pending, f.TLS.AwaitingClients = msg, true
 			stepAgo(f, 48*time.Hour)
-		}, want: want{kind: Wait, reason: ReasonTLSClients, message: "approve"}},
+		}, want: want{kind: Wait, reason: ReasonWaitingForClientRestart, message: "approve"}},
 		{name: "a hold wins", mutate: func(f *Facts) { f.TLS.Pending, f.TLS.AwaitingClients, f.TLS.Hold = msg, true, "Secret x missing" },
-			want: want{kind: Wait, reason: ReasonTLSPending, message: "Secret x missing"}},
+			want: want{kind: Wait, reason: ReasonCertificatesInProgress, message: "Secret x missing"}},
 	})
 }
 
@@ -33,7 +33,7 @@ func TestPlanTLSClientsCondition(t *testing.T) {
 		stepAgo(f, 48*time.Hour)
 	})
 	c := meta.FindStatusCondition(d.Conditions, ConditionProgressing)
-	if d.DeadlineExceeded || c == nil || c.Status != "False" || c.Reason != string(ReasonTLSClients) || c.Message != "restart clients (for example kube-apiserver), then approve" {
+	if d.DeadlineExceeded || c == nil || c.Status != "False" || c.Reason != string(ReasonWaitingForClientRestart) || c.Message != "restart clients (for example kube-apiserver), then approve" {
 		t.Errorf("deadline %v, Progressing %+v", d.DeadlineExceeded, c)
 	}
 }

@@ -340,7 +340,7 @@ func (v *view) moveLeader(m *memberView, why string) Action {
 func (v *view) moveLeaderAmong(m *memberView, why string, allow func(*memberView) bool) Action {
 	t := v.leadershipTarget(m, allow)
 	if t == nil {
-		return wait(ReasonNoLeaderTarget, "%s leads and no other healthy voter can take over before %s", m.Name, why)
+		return wait(ReasonNoLeadershipTarget, "%s leads and no other healthy voter can take over before %s", m.Name, why)
 	}
 	a := act(MoveLeader, m.Name, ReasonMovingLeader, "moving leadership from %s to %s before %s", m.Name, t.Name, why)
 	a.MemberID, a.Target, a.TargetID = m.id(), t.Name, t.id()
