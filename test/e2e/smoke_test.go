@@ -151,7 +151,7 @@ func TestTrafficAndDisruption(t *testing.T) {
 	if got := timeline.Max(); got != 1 {
 		t.Errorf("max unavailable = %d, want 1", got)
 	}
-	if last := timeline[len(timeline)-1]; last.Unavailable != 1 || !strings.Contains(last.String(), victim.Name+": "+framework.ReasonMemberPodMissing) {
+	if last := timeline[len(timeline)-1]; last.Unavailable != 1 || !strings.Contains(last.String(), victim.Name+": "+framework.ReasonPodMissing) {
 		t.Errorf("last sample = %s, want only %s unavailable, its Pod missing", last, victim.Name)
 	}
 	acked := history.Acknowledged()

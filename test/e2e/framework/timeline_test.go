@@ -20,7 +20,7 @@ func TestEvaluate(t *testing.T) {
 		want    map[string][]string // unavailable member -> reasons
 	}{
 		{"steady", ready, voters, nil, map[string][]string{}},
-		{"pod deleted", ready[:2], voters, nil, map[string][]string{"e-2": {ReasonMemberPodMissing}}},
+		{"pod deleted", ready[:2], voters, nil, map[string][]string{"e-2": {ReasonPodMissing}}},
 		{"pod not ready", []PodObservation{{"e-0", true}, {"e-1", false}, {"e-2", true}}, voters, nil,
 			map[string][]string{"e-1": {ReasonNotReady}}},
 		{"learner", ready, []MemberObservation{{Name: "e-0"}, {Name: "e-1"}, {Name: "e-2", Learner: true}}, nil,
@@ -29,7 +29,7 @@ func TestEvaluate(t *testing.T) {
 		{"added, not started", ready, []MemberObservation{{Name: "e-0"}, {Name: "e-1"}, {Name: ""}}, nil,
 			map[string][]string{"e-2": {ReasonNotVoter}}},
 		{"pod gone and removed", ready[:2], voters[:2], nil,
-			map[string][]string{"e-2": {ReasonMemberPodMissing, ReasonNotVoter}}},
+			map[string][]string{"e-2": {ReasonPodMissing, ReasonNotVoter}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestEvaluateIgnoresUnexpectedPods(t *testing.T) {
 func sample(ms, unavailable int) Sample {
 	s := Sample{At: at(ms), Unavailable: unavailable}
 	for i := 0; i < unavailable; i++ {
-		s.Members = append(s.Members, MemberState{Name: "m", Reasons: []string{ReasonMemberPodMissing}})
+		s.Members = append(s.Members, MemberState{Name: "m", Reasons: []string{ReasonPodMissing}})
 	}
 	return s
 }
