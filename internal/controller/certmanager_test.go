@@ -12,7 +12,7 @@ import (
 )
 
 // The test API server has no cert-manager: a cluster that names it as its source holds with a
-// condition saying so, and nothing is created (fail closed, invariant 5).
+// condition saying so, and nothing is created (fail closed, invariant 6).
 func TestCertManagerMissing(t *testing.T) {
 	ns := namespace(t)
 	issuer := &stewardv1.IssuerRef{Name: "ca", Kind: "Issuer", Group: "cert-manager.io"}

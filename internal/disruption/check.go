@@ -1,7 +1,7 @@
 // Package disruption is the one chokepoint through which Steward disrupts an etcd member: deleting
 // its Pod, removing it from etcd (which is how a member is replaced), or deleting its data.
 //
-// Invariant 1 of the design brief (one disruption at a time) is enforced here and nowhere else, so it
+// Invariant 1 (docs/design.md) (one disruption at a time) is enforced here and nowhere else, so it
 // is structural rather than something every code path has to remember. No other package may delete a
 // member's Pod or PVC or call MemberRemove: the controller hands its side-effect functions to a
 // Disrupter, and the Disrupter calls them only after Check passed on facts read in the same reconcile.

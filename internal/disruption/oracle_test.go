@@ -10,7 +10,7 @@ import (
 	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-// oracle is invariant 1 of the brief written out from the invariant itself, not from Check's code:
+// oracle is invariant 1 (docs/design.md) written out from the invariant itself, not from Check's code:
 // count the members that are unavailable before and after the request, and project quorum.
 func oracle(c Cluster, r Request) bool {
 	var v *Member

@@ -82,7 +82,7 @@ func fail(c Check, member, format string, args ...any) Result {
 	return Result{Check: c, Member: member, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Gate runs the recovery gate (design brief, invariant 4). Checks run in a fixed order so the reason
+// Gate runs the recovery gate (invariant 4, docs/design.md). Checks run in a fixed order so the reason
 // reported is stable from one reconcile to the next.
 func Gate(f Facts, e Expectation) Result {
 	tol := e.Tolerance

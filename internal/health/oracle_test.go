@@ -88,7 +88,7 @@ func (s scenario) build() (Facts, Expectation) {
 	return f, e
 }
 
-// oracle is the gate's rule written out directly from the brief (invariant 4).
+// oracle is the gate's rule written out directly from invariant 4 (docs/design.md).
 func (s scenario) oracle() bool {
 	tol := s.tolerance
 	if tol == 0 {

@@ -245,7 +245,7 @@ func (w *world) disrupt(f Facts, a Action) {
 	}
 }
 
-// effects are the world's side effects; each asserts the invariants of the design brief on the
+// effects are the world's side effects; each asserts the invariants of docs/design.md on the
 // world's own state before acting.
 type effects struct {
 	w *world

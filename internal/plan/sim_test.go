@@ -75,7 +75,7 @@ func rolled(w *world) []string {
 const simLag = 0.3
 
 // Test_RollingSequences runs whole rollouts, scalings and repairs in the simulator, asserting the
-// brief's invariants at every step (the world checks them as each action lands) and the end state.
+// invariants (docs/design.md) at every step (the world checks them as each action lands) and the end state.
 func Test_RollingSequences(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -64,8 +64,8 @@ func plain(f func() (Action, bool)) func(notes) outcome {
 	return func(notes) outcome { return decidedIf(f()) }
 }
 
-// steps is the priority order of the design brief (invariant 2: fix before operate; invariant 3).
-// Two choices refine the brief's order. A half-done membership change is finished before a new
+// steps is the priority order (invariant 3 in docs/design.md: fix before operate). Two choices
+// refine the order the first design gave. A half-done membership change is finished before a new
 // repair starts, because the repair would be a second disruption while the first is in flight.
 // Adoption of a spec edit comes before repair, because a repair builds from the target: a member
 // broken by a bad spec must be rebuilt from the corrected one (the etcd-io workflow's misconfigured
