@@ -46,7 +46,11 @@ func (w *world) apply(f Facts, a Action) {
 		w.staleOr("%s names unknown member %q", a.Kind, a.Member) // NotFound from the API server
 		return
 	}
+	// Every kind is named (the exhaustive linter holds this switch to Kinds()), so a kind the
+	// planner can return cannot be missing from the world.
+	//exhaustive:enforce
 	switch a.Kind {
+	case Nothing, Wait:
 	case AdoptSpec:
 		w.cluster.Status.Observed = w.cluster.Spec.MemberTemplate.DeepCopy()
 	case CreateMember:
@@ -92,11 +96,20 @@ func (w *world) apply(f Facts, a Action) {
 		if !early {
 			w.disrupt(f, a)
 		}
-	case DeletePod, DeletePVC, RestartContainer:
+	case DeletePod, DeletePVC, RestartContainer, Defragment:
 		w.disrupt(f, a)
 	case StartRecovery, RecoveryStep, AbortRecovery, FinishRecovery, DiscardMember, RecordDefragmentation:
 		w.applyEvidence(m, a)
-	default:
+	case Compact:
+		w.compacted(a)
+		w.events = append(w.events, event{step: w.step, kind: a.Kind, reason: a.Reason})
+	case DisarmAlarm:
+		if !w.alarm {
+			w.staleOr("DisarmAlarm with no alarm raised")
+		}
+		w.alarm = false
+		w.events = append(w.events, event{step: w.step, kind: a.Kind, reason: a.Reason})
+	case ResetMember, DeleteMember, FinalizeMember, MoveLeader, PatchPodMetadata, ResizePod, RecordTemplate, ExpandPVC:
 		w.applyObject(m, a)
 	}
 }
@@ -464,6 +477,9 @@ func (x effects) Defragment(_ context.Context, name string) error {
 	if e := w.entry(m); e != nil && !e.learner {
 		w.checkDisruption(e, "defragmented")
 		w.record(x.a, m, e)
+	}
+	if e := w.entry(m); e != nil {
+		w.defragmented(m, e)
 	}
 	return nil
 }

@@ -249,6 +249,7 @@ func (w *world) etcdFacts() health.Facts {
 			AppliedIndex: e.applied, Version: m.pod.template.Version, ReadOK: ok && !e.learner && e.lag == 0,
 			StorageVersion: storage, RaftIndex: w.raftIndex(e),
 		})
+		w.spaceFacts(e, &h.Endpoints[len(h.Endpoints)-1])
 	}
 	return h
 }

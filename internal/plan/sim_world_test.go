@@ -49,8 +49,10 @@ type world struct {
 	check func(*world)
 	// podRevision is the Steward version's Pod revision (Facts.PodRevision): new Pods get it.
 	podRevision int
-	// alarm: NOSPACE is raised (the quota is full) until the test disarms it.
+	// alarm: NOSPACE is raised (the quota is full) until disarmed.
 	alarm bool
+	// spaceQuota > 0 models the members' backend sizes against this quota (sim_space_test.go).
+	spaceQuota int64
 	// lag is the chance a step plans on the previous step's Kubernetes facts (a stale cache);
 	// staleMembers are those facts, staleServed counts how often they were used.
 	lag          float64
@@ -140,6 +142,8 @@ type wEtcd struct {
 	applied uint64
 	lag     int  // ticks until a freshly started member caught up
 	started bool // its process ran at least once
+	// db, inUse and live are its backend's sizes (sim_space_test.go), when the world models them.
+	db, inUse, live int64
 }
 
 type event struct {
