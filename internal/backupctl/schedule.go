@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/backupplan"
 )
 
@@ -105,7 +106,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *ScheduleReconciler) create(ctx context.Context, s *v1.EtcdBackupSchedule, name string) error {
 	b := &v1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: map[string]string{
-			LabelSchedule: s.Name, "etcd.steward.dev/backup-of": s.Spec.Template.ClusterName}},
+			LabelSchedule: s.Name, backupjob.LabelOf: s.Spec.Template.ClusterName}},
 		Spec: *s.Spec.Template.DeepCopy(),
 	}
 	b.Spec.Verify = b.Spec.Verify || s.Spec.Verify
