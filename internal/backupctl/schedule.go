@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupplan"
+	"github.com/etcd-steward/steward/internal/schedule"
 )
 
 // ScheduleReconciler runs EtcdBackupSchedules: it creates one EtcdBackup per due slot and prunes
@@ -44,7 +45,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	base := s.DeepCopy()
 	now := r.now()
-	sched, err := backupplan.Parse(s.Spec.Schedule)
+	sched, err := schedule.Parse(s.Spec.Schedule)
 	if err != nil {
 		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse,
 			Reason: "InvalidSchedule", Message: "spec.schedule: " + err.Error(), ObservedGeneration: s.Generation})
