@@ -109,19 +109,6 @@ const (
 	DefragmentationRequested DefragmentationTrigger = "Requested"
 )
 
-// AnnotationDefragmentRequested asks for a defragmentation now, without touching the spec: an
-// RFC 3339 time on the EtcdCluster (every member) or on one EtcdMember (that member). Each member not
-// defragmented successfully since that time is defragmented once, through the chokepoint like any
-// other (followers first, the leader last); the annotation may stay, it is satisfied. It works even
-// with defragmentation.enabled false, which only stops Steward deciding on its own.
-const AnnotationDefragmentRequested = "etcd.steward.dev/defragment-requested"
-
-// AnnotationFailpoint is for tests only: it names one point (internal/failpoint.Points) at which the
-// operator stops reconciling this EtcdCluster for good, so a fault campaign can kill it exactly
-// there. Only operator binaries built with the failpoints build tag honour it; release builds
-// ignore it.
-const AnnotationFailpoint = "etcd.steward.dev/failpoint"
-
 // DefragmentationResult is one defragmentation of one member.
 type DefragmentationResult struct {
 	// time the defragmentation ended.

@@ -4,18 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// AnnotationRecoverQuorum on an EtcdCluster asks Steward to recover a cluster that lost quorum:
-// "auto" takes the survivor status.quorumRecovery.plan names, a member name insists on that one.
-// It runs only when etcd's own evidence shows quorum lost (docs/operations.md); Steward removes the
-// annotation, with an Event saying why, when the recovery ends, is refused or is not needed.
-const AnnotationRecoverQuorum = "etcd.steward.dev/recover-quorum"
-
-// AnnotationRecoverQuorumConfirm, set to the cluster's status.clusterID, lets the recover-quorum
-// annotation run a recovery when the evidence is incomplete: the operator cannot reach enough
-// members to prove quorum lost. The human confirms they know what the operator cannot see (the
-// unreachable members are gone for good); the ID makes the confirmation name this very cluster.
-const AnnotationRecoverQuorumConfirm = "etcd.steward.dev/recover-quorum-confirm"
-
 // QuorumLossPolicy is whether Steward recovers a lost quorum on its own.
 // +kubebuilder:validation:Enum=Manual;Automatic
 type QuorumLossPolicy string

@@ -24,14 +24,6 @@ import (
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// Finalizer holds an EtcdBackup until its object is deleted (deletionPolicy Delete, or pruned by
-// a schedule's retention).
-const Finalizer = "etcd.steward.dev/backup"
-
-// AnnotationPruned marks a backup its schedule's retention deleted: its object goes with it,
-// whatever its deletionPolicy.
-const AnnotationPruned = "etcd.steward.dev/pruned"
-
 const poll = 5 * time.Second
 
 // BackupReconciler runs EtcdBackups.
@@ -69,9 +61,9 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if b.DeletionTimestamp != nil {
 		return r.finalize(ctx, &b)
 	}
-	if !controllerutil.ContainsFinalizer(&b, Finalizer) {
+	if !controllerutil.ContainsFinalizer(&b, v1.FinalizerBackup) {
 		base := b.DeepCopy()
-		controllerutil.AddFinalizer(&b, Finalizer)
+		controllerutil.AddFinalizer(&b, v1.FinalizerBackup)
 		if err := r.Client.Patch(ctx, &b, client.MergeFrom(base)); err != nil {
 			return ctrl.Result{}, err
 		}

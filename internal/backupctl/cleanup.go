@@ -20,10 +20,10 @@ import (
 // that keeps failing is reported and given up: the object stays, the EtcdBackup does not block
 // its namespace forever.
 func (r *BackupReconciler) finalize(ctx context.Context, b *v1.EtcdBackup) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+	if !controllerutil.ContainsFinalizer(b, v1.FinalizerBackup) {
 		return ctrl.Result{}, nil
 	}
-	deleteObject := b.Spec.DeletionPolicy == v1.DeletionDelete || b.Annotations[AnnotationPruned] == "true"
+	deleteObject := b.Spec.DeletionPolicy == v1.DeletionDelete || b.Annotations[v1.AnnotationPruned] == "true"
 	if deleteObject && b.Status.Key != "" && b.Status.Phase == v1.BackupSucceeded {
 		image, err := r.Image(ctx)
 		if err != nil {
@@ -50,7 +50,7 @@ func (r *BackupReconciler) finalize(ctx context.Context, b *v1.EtcdBackup) (ctrl
 		}
 	}
 	base := b.DeepCopy()
-	controllerutil.RemoveFinalizer(b, Finalizer)
+	controllerutil.RemoveFinalizer(b, v1.FinalizerBackup)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFrom(base)))
 }
 

@@ -102,7 +102,7 @@ func storage() v1.BackupStorage {
 // succeeded creates a backup that finished (with the finalizer the reconciler adds first) at done.
 func (f *fixture) succeeded(name string, policy v1.BackupDeletionPolicy, labels map[string]string, done time.Time) *v1.EtcdBackup {
 	f.t.Helper()
-	b := &v1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels, Finalizers: []string{backupctl.Finalizer}},
+	b := &v1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels, Finalizers: []string{v1.FinalizerBackup}},
 		Spec: v1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), DeletionPolicy: policy}}
 	if err := env.Client.Create(f.ctx, b); err != nil {
 		f.t.Fatal(err)
@@ -219,7 +219,7 @@ func (f *fixture) deleteJobStarted(b *v1.EtcdBackup) *batchv1.Job {
 	}
 	args := strings.Join(j.Spec.Template.Spec.Containers[0].Args, " ")
 	if !strings.Contains(args, "delete") || !strings.Contains(args, backupjob.BackupKey(b.Status.Key)) ||
-		j.Labels[backupjob.LabelTask] != backupjob.TaskDelete || j.Spec.Template.Spec.Containers[0].Image != "steward:test" {
+		j.Labels[v1.LabelBackupTask] != backupjob.TaskDelete || j.Spec.Template.Spec.Containers[0].Image != "steward:test" {
 		f.t.Errorf("delete Job labels %v, image %s, args %s", j.Labels, j.Spec.Template.Spec.Containers[0].Image, args)
 	}
 	if !slices.ContainsFunc(j.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Name == b.Name && o.Kind == "EtcdBackup" }) {
@@ -378,7 +378,7 @@ func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 	if err := env.Client.Create(f.ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{backupctl.LabelSchedule: s.Name}
+	labels := map[string]string{v1.LabelSchedule: s.Name}
 	now := time.Now()
 	var names []string
 	for i := range 4 { // oldest first
@@ -386,7 +386,7 @@ func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 		names = append(names, b.Name)
 	}
 	// A backup of another schedule, and one made by hand, are not this schedule's to prune.
-	other := f.succeeded("other-0", v1.DeletionRetain, map[string]string{backupctl.LabelSchedule: "other"}, now.Add(-48*time.Hour))
+	other := f.succeeded("other-0", v1.DeletionRetain, map[string]string{v1.LabelSchedule: "other"}, now.Add(-48*time.Hour))
 	manual := f.succeeded("manual", v1.DeletionRetain, nil, now.Add(-48*time.Hour))
 
 	if _, err := sr.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
@@ -402,7 +402,7 @@ func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 		if got := b.DeletionTimestamp != nil; got != want {
 			t.Errorf("%s deleting %v, want %v", name, got, want)
 		}
-		if got := b.Annotations[backupctl.AnnotationPruned] == "true"; got != want {
+		if got := b.Annotations[v1.AnnotationPruned] == "true"; got != want {
 			t.Errorf("%s pruned mark %v, want %v", name, got, want)
 		}
 	}

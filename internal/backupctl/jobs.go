@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -105,7 +104,7 @@ func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (out
 		for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 			if w := s.State.Waiting; w != nil && slices.Contains(startFailures, w.Reason) {
 				_ = r.Client.Delete(ctx, &job, client.PropagationPolicy("Background"))
-				return outcome{failed: fmt.Sprintf("the %s Pod cannot start: %s: %s", job.Labels[backupjob.LabelTask], w.Reason, w.Message)}, nil
+				return outcome{failed: fmt.Sprintf("the %s Pod cannot start: %s: %s", job.Labels[v1.LabelBackupTask], w.Reason, w.Message)}, nil
 			}
 		}
 	}

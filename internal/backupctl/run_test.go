@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/backupctl"
 	"github.com/etcd-steward/steward/internal/backupjob"
 )
 
@@ -59,7 +58,7 @@ func TestBackupOfNoCluster(t *testing.T) {
 	f.mustReconcile("b")
 	b := f.get("b")
 	if b.Status.Phase != v1.BackupFailed || !strings.Contains(b.Status.Message, "does not exist") ||
-		!slices.Contains(b.Finalizers, backupctl.Finalizer) {
+		!slices.Contains(b.Finalizers, v1.FinalizerBackup) {
 		t.Errorf("phase %s, message %q, finalizers %v", b.Status.Phase, b.Status.Message, b.Finalizers)
 	}
 	// Failed is final: a later reconcile settles the unbound backup and changes nothing else.

@@ -19,11 +19,8 @@ import (
 
 	v1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupplan"
+	"github.com/etcd-steward/steward/internal/schedule"
 )
-
-// LabelSchedule names the schedule that created a backup. Backups are not owned by their
-// schedule: deleting a schedule keeps the backups it took (and their objects).
-const LabelSchedule = "etcd.steward.dev/schedule"
 
 // ScheduleReconciler runs EtcdBackupSchedules: it creates one EtcdBackup per due slot and prunes
 // old ones; the backups run on their own.
@@ -48,7 +45,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	base := s.DeepCopy()
 	now := r.now()
-	sched, err := backupplan.Parse(s.Spec.Schedule)
+	sched, err := schedule.Parse(s.Spec.Schedule)
 	if err != nil {
 		meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse,
 			Reason: "InvalidSchedule", Message: "spec.schedule: " + err.Error(), ObservedGeneration: s.Generation})
@@ -105,7 +102,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *ScheduleReconciler) create(ctx context.Context, s *v1.EtcdBackupSchedule, name string) error {
 	b := &v1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: map[string]string{
-			LabelSchedule: s.Name, "etcd.steward.dev/backup-of": s.Spec.Template.ClusterName}},
+			v1.LabelSchedule: s.Name, v1.LabelBackupOf: s.Spec.Template.ClusterName}},
 		Spec: *s.Spec.Template.DeepCopy(),
 	}
 	b.Spec.Verify = b.Spec.Verify || s.Spec.Verify
@@ -140,8 +137,8 @@ func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule
 	}
 	for _, name := range backupplan.Prune(in) {
 		b := byName[name]
-		if b.Annotations[AnnotationPruned] != "true" {
-			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, AnnotationPruned))
+		if b.Annotations[v1.AnnotationPruned] != "true" {
+			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1.AnnotationPruned))
 			if err := r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				return client.IgnoreNotFound(err)
 			}
@@ -171,7 +168,7 @@ func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, ec *v1.EtcdClus
 	var items []backupplan.Item
 	for i := range backups {
 		b := &backups[i]
-		if b.Status.Phase != v1.BackupSucceeded || b.DeletionTimestamp != nil || b.Annotations[AnnotationPruned] == "true" {
+		if b.Status.Phase != v1.BackupSucceeded || b.DeletionTimestamp != nil || b.Annotations[v1.AnnotationPruned] == "true" {
 			continue
 		}
 		st.Kept++
@@ -197,7 +194,7 @@ func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, ec *v1.EtcdClus
 // ScheduleBackups are the backups a schedule created, oldest first.
 func ScheduleBackups(ctx context.Context, c client.Reader, s *v1.EtcdBackupSchedule) ([]v1.EtcdBackup, error) {
 	var list v1.EtcdBackupList
-	if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelSchedule: s.Name}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{v1.LabelSchedule: s.Name}); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(list.Items, func(a, b v1.EtcdBackup) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
@@ -209,7 +206,7 @@ func terminal(p v1.BackupPhase) bool { return p == v1.BackupSucceeded || p == v1
 // SetupWithManager registers the reconciler; a backup's change wakes its schedule.
 func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	bySchedule := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[LabelSchedule]
+		name := o.GetLabels()[v1.LabelSchedule]
 		if name == "" {
 			return nil
 		}

@@ -14,14 +14,6 @@ import (
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// Labels on backup Jobs and their Pods. They carry no etcd.steward.dev/cluster label: that label
-// means "a member's Pod" to the cluster controller.
-const (
-	LabelBackup = "etcd.steward.dev/backup"
-	LabelOf     = "etcd.steward.dev/backup-of"
-	LabelTask   = "etcd.steward.dev/backup-task"
-)
-
 // Tasks a Job performs.
 const (
 	TaskSave   = "save"
@@ -100,7 +92,7 @@ func DeleteJob(j Job) *batchv1.Job {
 }
 
 func job(j Job, task string, spec corev1.PodSpec, retries int32) *batchv1.Job {
-	labels := map[string]string{LabelBackup: j.Backup, LabelOf: j.Cluster, LabelTask: task,
+	labels := map[string]string{v1.LabelBackup: j.Backup, v1.LabelBackupOf: j.Cluster, v1.LabelBackupTask: task,
 		"app.kubernetes.io/managed-by": "steward"}
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	spec.AutomountServiceAccountToken = ptr.To(false)

@@ -63,7 +63,7 @@ func TestCredentialsOnlyFromTheSecret(t *testing.T) {
 
 func TestSaveJob(t *testing.T) {
 	job := SaveJob(base(s3Storage()), "https://demo-1.demo.ns.svc:2379", &EtcdTLS{SecretName: "demo-client-tls"}, v1.CompressionNone)
-	if job.Labels[LabelBackup] != "b1" || job.Labels[LabelOf] != "demo" || job.Labels[LabelTask] != TaskSave {
+	if job.Labels[v1.LabelBackup] != "b1" || job.Labels[v1.LabelBackupOf] != "demo" || job.Labels[v1.LabelBackupTask] != TaskSave {
 		t.Errorf("labels %v", job.Labels)
 	}
 	if _, member := job.Spec.Template.Labels["etcd.steward.dev/cluster"]; member {

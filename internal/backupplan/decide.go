@@ -3,6 +3,8 @@ package backupplan
 import (
 	"fmt"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/schedule"
 )
 
 // Reasons a ScheduleDecision gives (CamelCase, for Events and the schedule's status).
@@ -29,7 +31,7 @@ const MissedLimit = 1000
 
 // ScheduleInput is what Decide needs to know about one EtcdBackupSchedule.
 type ScheduleInput struct {
-	Schedule Schedule // from Parse
+	Schedule schedule.Schedule // from schedule.Parse
 	Now      time.Time
 	// Created is the schedule's creation time: no slot at or before it ever runs, and "@every"
 	// slots are counted from it (Created + k*every, k >= 1).
@@ -85,11 +87,11 @@ func Decide(in ScheduleInput) ScheduleDecision {
 		after = in.LastScheduled.UTC()
 	}
 	var d ScheduleDecision
-	d.NextRun = in.Schedule.next(in.Created, later(now, after))
+	d.NextRun = in.Schedule.Next(in.Created, later(now, after))
 	if !d.NextRun.IsZero() {
 		d.RequeueAfter = d.NextRun.Sub(now)
 	}
-	slot, due := in.Schedule.latest(in.Created, after, now)
+	slot, due := in.Schedule.Latest(in.Created, after, now)
 	if !due {
 		d.Reason, d.Message = ReasonWaitingForNextRun, "next backup at "+stamp(d.NextRun)
 		if d.NextRun.IsZero() {
@@ -100,7 +102,7 @@ func Decide(in ScheduleInput) ScheduleDecision {
 		}
 		return d
 	}
-	n := in.Schedule.count(in.Created, after, slot, MissedLimit+2)
+	n := in.Schedule.Count(in.Created, after, slot, MissedLimit+2)
 	late := in.StartingDeadline > 0 && now.Sub(slot) > in.StartingDeadline
 	switch {
 	case in.Suspend:

@@ -19,7 +19,7 @@ func randomInput(t testing.TB, r *rand.Rand) ScheduleInput {
 	in.Now = in.Created.Add(time.Duration(r.Int64N(int64(5 * day))))
 	if r.IntN(3) > 0 {
 		in.LastScheduled = ptr(in.Created.Add(time.Duration(r.Int64N(int64(in.Now.Sub(in.Created)) + 1))))
-		if slot, ok := in.Schedule.latest(in.Created, in.Created, *in.LastScheduled); ok && r.IntN(2) == 0 {
+		if slot, ok := in.Schedule.Latest(in.Created, in.Created, *in.LastScheduled); ok && r.IntN(2) == 0 {
 			in.LastScheduled = &slot // usually a real slot, as the controller records them
 		}
 	}
@@ -51,7 +51,7 @@ func TestDecideProperties(t *testing.T) {
 		if d != Decide(in) {
 			fail("not deterministic")
 		}
-		if d.NextRun.IsZero() || !d.NextRun.After(in.Now) || !d.NextRun.Equal(in.Schedule.next(in.Created, in.Now)) {
+		if d.NextRun.IsZero() || !d.NextRun.After(in.Now) || !d.NextRun.Equal(in.Schedule.Next(in.Created, in.Now)) {
 			fail("NextRun is not the first slot after now")
 		}
 		if d.RequeueAfter <= 0 || d.RequeueAfter > d.NextRun.Sub(in.Now) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/schedule"
 )
 
 func TestReady(t *testing.T) {
@@ -125,7 +127,7 @@ func TestReadyOverWeekend(t *testing.T) {
 		{at(9, 30), true},     // Monday 09:30, the first backup of the week running
 		{at(24+10, 0), false}, // Tuesday 10:00: Monday's and Tuesday's backups missing
 	} {
-		ok, reason, msg := Ready(ReadyInput{Now: tt.now, Interval: Interval(s, tt.now), NewestSuccess: friday})
+		ok, reason, msg := Ready(ReadyInput{Now: tt.now, Interval: schedule.Interval(s, tt.now), NewestSuccess: friday})
 		if ok != tt.ok {
 			t.Errorf("%v: %v %s %q, want ok %v", tt.now, ok, reason, msg, tt.ok)
 		}

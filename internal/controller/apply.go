@@ -22,9 +22,6 @@ import (
 	"github.com/etcd-steward/steward/internal/tlsplan"
 )
 
-// MemberFinalizer holds an EtcdMember until it has left etcd and its Pod (and PVC) are gone.
-const MemberFinalizer = "etcd.steward.dev/member"
-
 // errRetry marks an expected "not yet" (a learner still catching up): come back soon, log quietly.
 var errRetry = errors.New("not yet")
 
@@ -148,8 +145,8 @@ func targetFromSpec(ec *stewardv1.EtcdCluster) *stewardv1.MemberTemplate {
 func (r *EtcdClusterReconciler) createMember(ctx context.Context, ec *stewardv1.EtcdCluster, name string, ordinal int32) error {
 	m := &stewardv1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ec.Namespace, Labels: map[string]string{
-			resources.LabelCluster: ec.Name, resources.LabelManagedBy: "steward"},
-			Finalizers: []string{MemberFinalizer}},
+			stewardv1.LabelCluster: ec.Name, resources.LabelManagedBy: "steward"},
+			Finalizers: []string{stewardv1.FinalizerMember}},
 		Spec: stewardv1.EtcdMemberSpec{ClusterName: ec.Name, Ordinal: ordinal, Template: *ec.Status.Observed.DeepCopy()},
 	}
 	if err := controllerutil.SetControllerReference(ec, m, r.Client.Scheme()); err != nil {
@@ -195,7 +192,7 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 		return err
 	}
 	if pvc := resources.PVC(ec, m.Name, &m.Spec.Template); pvc != nil && o.pvcs[pvc.Name] == nil {
-		pvc.Annotations = map[string]string{AnnotationClusterUID: string(ec.UID)}
+		pvc.Annotations = map[string]string{stewardv1.AnnotationClusterUID: string(ec.UID)}
 		if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -263,11 +260,11 @@ func (r *EtcdClusterReconciler) writePhase(ctx context.Context, m *stewardv1.Etc
 }
 
 func (r *EtcdClusterReconciler) removeFinalizer(ctx context.Context, m *stewardv1.EtcdMember) error {
-	if !controllerutil.ContainsFinalizer(m, MemberFinalizer) {
+	if !controllerutil.ContainsFinalizer(m, stewardv1.FinalizerMember) {
 		return nil
 	}
 	base := m.DeepCopy()
-	controllerutil.RemoveFinalizer(m, MemberFinalizer)
+	controllerutil.RemoveFinalizer(m, stewardv1.FinalizerMember)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, m, client.MergeFrom(base)))
 }
 
@@ -281,7 +278,7 @@ func (r *EtcdClusterReconciler) patchPodMetadata(ctx context.Context, ec *stewar
 		p.Labels = moveKeys(p.Labels, old.Labels, target.Labels)
 		p.Annotations = moveKeys(p.Annotations, old.Annotations, target.Annotations)
 		// Steward's own labels win over the user's, as when the Pod was built.
-		voter := p.Labels[resources.LabelVoter] == "true"
+		voter := p.Labels[stewardv1.LabelVoter] == "true"
 		maps.Copy(p.Labels, resources.MemberLabels(ec.Name, m.Name, &stewardv1.MemberTemplate{}, voter))
 		if err := r.Client.Patch(ctx, p, client.MergeFrom(base)); err != nil {
 			return client.IgnoreNotFound(err)

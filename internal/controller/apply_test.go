@@ -14,7 +14,6 @@ import (
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/plan"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // The controller's own apply and effects against a real API server (issue 10): the intent is
@@ -32,7 +31,7 @@ func TestApplyWritesRemovalIntentFirst(t *testing.T) {
 	ns := namespace(t)
 	ec := unmanagedCluster(ns)
 	m := &stewardv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "ghost-2", Namespace: ns,
-		Labels: map[string]string{resources.LabelCluster: "ghost"}},
+		Labels: map[string]string{stewardv1.LabelCluster: "ghost"}},
 		Spec: stewardv1.EtcdMemberSpec{ClusterName: "ghost", Ordinal: 2, Template: ec.Spec.MemberTemplate}}
 	if err := env.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupctl"
 	"github.com/etcd-steward/steward/internal/backupplan"
+	"github.com/etcd-steward/steward/internal/schedule"
 )
 
 // ConditionBackupReady says whether a scheduled cluster has a fresh, good backup.
@@ -68,14 +69,14 @@ func (r *EtcdClusterReconciler) setBackupStatus(ctx context.Context, ec *steward
 		meta.RemoveStatusCondition(&ec.Status.Conditions, ConditionBackupReady)
 		return nil
 	}
-	parsed, err := backupplan.Parse(sched.Spec.Schedule)
+	parsed, err := schedule.Parse(sched.Spec.Schedule)
 	if err != nil {
 		meta.SetStatusCondition(&ec.Status.Conditions, metav1.Condition{Type: ConditionBackupReady, Status: metav1.ConditionFalse,
 			Reason: "InvalidSchedule", Message: "EtcdBackupSchedule " + sched.Name + ": " + err.Error(), ObservedGeneration: ec.Generation})
 		return nil
 	}
 	now := r.now()
-	in := backupplan.ReadyInput{Now: now, Interval: backupplan.Interval(parsed, now), ScheduleCreated: sched.CreationTimestamp.Time,
+	in := backupplan.ReadyInput{Now: now, Interval: schedule.Interval(parsed, now), ScheduleCreated: sched.CreationTimestamp.Time,
 		Verify: sched.Spec.Verify}
 	if newest != nil {
 		in.NewestSuccess = &backupplan.Success{Name: newest.Name, Completed: newest.Status.CompletionTime.Time, Revision: newest.Status.Revision}

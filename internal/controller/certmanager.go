@@ -125,7 +125,7 @@ func (r *EtcdClusterReconciler) applyCertificate(ctx context.Context, ec *stewar
 	u.SetGroupVersionKind(certificateGVK)
 	u.SetNamespace(ec.Namespace)
 	u.SetName(name)
-	u.SetLabels(map[string]string{resources.LabelCluster: ec.Name, resources.LabelManagedBy: "steward"})
+	u.SetLabels(map[string]string{stewardv1.LabelCluster: ec.Name, resources.LabelManagedBy: "steward"})
 	u.Object["spec"] = spec
 	if err := controllerutil.SetControllerReference(ec, u, r.Client.Scheme()); err != nil {
 		return err

@@ -144,7 +144,7 @@ func TestBootstrapCreatesOnlyTheSeed(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-client"}, &cl); err != nil {
 		t.Fatal(err)
 	}
-	if peer.Spec.ClusterIP != corev1.ClusterIPNone || cl.Spec.Selector[resources.LabelVoter] != "true" {
+	if peer.Spec.ClusterIP != corev1.ClusterIPNone || cl.Spec.Selector[stewardv1.LabelVoter] != "true" {
 		t.Errorf("peer Service clusterIP %q, client selector %v", peer.Spec.ClusterIP, cl.Spec.Selector)
 	}
 	var pdb policyv1.PodDisruptionBudget
@@ -247,7 +247,7 @@ func checkSeedTLS(t *testing.T, ns string, pod *corev1.Pod) {
 			t.Errorf("%s: %v", c.cert, err)
 		}
 	}
-	if got, want := pod.Annotations[resources.AnnotationTrust], pki.Fingerprint(ca.Cert); got != want {
+	if got, want := pod.Annotations[stewardv1.AnnotationTrust], pki.Fingerprint(ca.Cert); got != want {
 		t.Errorf("seed Pod trusts %q, want the cluster CA %s", got, want)
 	}
 	app := get("db-client-tls")

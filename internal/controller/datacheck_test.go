@@ -15,7 +15,6 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/plan"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // A member Pod starts etcd through the data check, which the Steward image carries. When that image
@@ -29,7 +28,7 @@ func TestCreatePodRefusedWithoutTheStewardImage(t *testing.T) {
 	ec.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
 	ec.Status.Observed = ec.Spec.MemberTemplate.DeepCopy()
 	m := &stewardv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "ghost-0", Namespace: ns,
-		Labels: map[string]string{resources.LabelCluster: "ghost"}},
+		Labels: map[string]string{stewardv1.LabelCluster: "ghost"}},
 		Spec: stewardv1.EtcdMemberSpec{ClusterName: "ghost", Ordinal: 0, Template: ec.Spec.MemberTemplate}}
 	if err := env.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/plan"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // The version a member's data was last written by is recorded on its EtcdMember (it must outlive
@@ -19,7 +18,7 @@ func TestSyncMemberStatusRecordsDataVersionOnlyWhenItChanges(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	m := &stewardv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: "ghost-0", Namespace: ns,
-		Labels: map[string]string{resources.LabelCluster: "ghost"}},
+		Labels: map[string]string{stewardv1.LabelCluster: "ghost"}},
 		Spec: stewardv1.EtcdMemberSpec{ClusterName: "ghost", Template: unmanagedCluster(ns).Spec.MemberTemplate}}
 	if err := env.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)

@@ -10,14 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
-
-// AnnotationDrainingSince records when a Pod was drained, so the voter label is not put back while
-// the disruption that followed is still under way (see stillDraining).
-const AnnotationDrainingSince = "etcd.steward.dev/draining-since"
 
 // drainHold bounds how long a drained Pod stays out of the client Service without being restarted
 // (a disruption that failed): then it serves clients again. A defragmentation undrains at once.
@@ -27,10 +24,10 @@ const drainHold = 5 * time.Second
 // A container restarted in place on a new image keeps its Pod: without this the next reconcile would
 // put the old container back in the Service in the instant before the kubelet stops it.
 func stillDraining(p *corev1.Pod, now time.Time) bool {
-	if p.Labels[resources.LabelVoter] != resources.VoterDraining {
+	if p.Labels[stewardv1.LabelVoter] != resources.VoterDraining {
 		return false
 	}
-	since, err := time.Parse(time.RFC3339Nano, p.Annotations[AnnotationDrainingSince])
+	since, err := time.Parse(time.RFC3339Nano, p.Annotations[stewardv1.AnnotationDrainingSince])
 	if err != nil || now.Sub(since) >= drainHold {
 		return false
 	}
@@ -62,16 +59,16 @@ func (e effects) Drain(ctx context.Context, member string) error {
 		return nil
 	}
 	ip := p.Status.PodIP
-	if p.Labels[resources.LabelVoter] != resources.VoterDraining {
+	if p.Labels[stewardv1.LabelVoter] != resources.VoterDraining {
 		base := p.DeepCopy()
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
-		p.Labels[resources.LabelVoter] = resources.VoterDraining
+		p.Labels[stewardv1.LabelVoter] = resources.VoterDraining
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
-		p.Annotations[AnnotationDrainingSince] = e.r.now().UTC().Format(time.RFC3339Nano)
+		p.Annotations[stewardv1.AnnotationDrainingSince] = e.r.now().UTC().Format(time.RFC3339Nano)
 		if err := e.r.Client.Patch(ctx, p, client.MergeFrom(base)); err != nil {
 			return client.IgnoreNotFound(err)
 		}
@@ -123,11 +120,11 @@ func (e effects) endpointListed(ctx context.Context, ip string) (bool, error) {
 
 // undrain puts a drained voter back into the client Service (its disruption kept it running).
 func (r *EtcdClusterReconciler) undrain(ctx context.Context, p *corev1.Pod) error {
-	if p == nil || p.Labels[resources.LabelVoter] != resources.VoterDraining {
+	if p == nil || p.Labels[stewardv1.LabelVoter] != resources.VoterDraining {
 		return nil
 	}
 	base := p.DeepCopy()
-	p.Labels[resources.LabelVoter] = "true"
-	delete(p.Annotations, AnnotationDrainingSince)
+	p.Labels[stewardv1.LabelVoter] = "true"
+	delete(p.Annotations, stewardv1.AnnotationDrainingSince)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.MergeFrom(base)))
 }

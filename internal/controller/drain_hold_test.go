@@ -7,14 +7,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
 func TestStillDraining(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 10, 500e6, time.UTC)
 	pod := func(label string, drained time.Time, started time.Time) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{resources.LabelVoter: label},
-			Annotations: map[string]string{AnnotationDrainingSince: drained.Format(time.RFC3339Nano)}}}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{stewardv1.LabelVoter: label},
+			Annotations: map[string]string{stewardv1.AnnotationDrainingSince: drained.Format(time.RFC3339Nano)}}}
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd",
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
 		return p

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/resources"
 )
@@ -23,7 +24,7 @@ func TestDrainWaitsForTheEndpointsToDropThePod(t *testing.T) {
 	ns := namespace(t)
 	ec := unmanagedCluster(ns)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ghost-1", Namespace: ns,
-		Labels: map[string]string{resources.LabelCluster: "ghost", resources.LabelVoter: "true"}},
+		Labels: map[string]string{stewardv1.LabelCluster: "ghost", stewardv1.LabelVoter: "true"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "repo/etcd:v3.6.16"}}}}
 	if err := env.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -51,8 +52,8 @@ func TestDrainWaitsForTheEndpointsToDropThePod(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels[resources.LabelVoter] != resources.VoterDraining {
-		t.Fatalf("voter label %q, want %q", got.Labels[resources.LabelVoter], resources.VoterDraining)
+	if got.Labels[stewardv1.LabelVoter] != resources.VoterDraining {
+		t.Fatalf("voter label %q, want %q", got.Labels[stewardv1.LabelVoter], resources.VoterDraining)
 	}
 
 	// The endpoints drop the Pod a moment later: the drain returns then, plus its grace.
@@ -80,7 +81,7 @@ func TestDrainWaitsForTheEndpointsToDropThePod(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Labels[resources.LabelVoter] != "true" || got.Annotations[controller.AnnotationDrainingSince] != "" {
-		t.Errorf("after undrain: label %q, annotation %q", got.Labels[resources.LabelVoter], got.Annotations[controller.AnnotationDrainingSince])
+	if got.Labels[stewardv1.LabelVoter] != "true" || got.Annotations[stewardv1.AnnotationDrainingSince] != "" {
+		t.Errorf("after undrain: label %q, annotation %q", got.Labels[stewardv1.LabelVoter], got.Annotations[stewardv1.AnnotationDrainingSince])
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/failpoint"
 	"github.com/etcd-steward/steward/internal/plan"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // Requeue delays. etcd's recovery shows in no Kubernetes object the controller watches, so after
@@ -232,7 +231,7 @@ func (r *EtcdClusterReconciler) memberEvent(ec *stewardv1.EtcdCluster, member, k
 // members' Pods and PVCs (by label, since Pods are owned by members, not by the cluster).
 func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[resources.LabelCluster]
+		name := o.GetLabels()[stewardv1.LabelCluster]
 		if name == "" {
 			return nil
 		}

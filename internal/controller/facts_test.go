@@ -27,7 +27,7 @@ func TestPVCFacts(t *testing.T) {
 	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "uid-2"}}
 	pvc := func(edit func(p *corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
 		p := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "data-c-0", Annotations: map[string]string{AnnotationClusterUID: "uid-2"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "data-c-0", Annotations: map[string]string{stewardv1.AnnotationClusterUID: "uid-2"}},
 			Spec: corev1.PersistentVolumeClaimSpec{Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}}},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound,
@@ -51,7 +51,7 @@ func TestPVCFacts(t *testing.T) {
 		}},
 		{"the class allows expansion", pvc(nil), true, func(f plan.PVC) bool { return f.Resizable }},
 		{"of a predecessor of the same name", pvc(func(p *corev1.PersistentVolumeClaim) {
-			p.Annotations[AnnotationClusterUID] = "uid-1"
+			p.Annotations[stewardv1.AnnotationClusterUID] = "uid-1"
 		}), false, func(f plan.PVC) bool { return f.Exists && f.Foreign }},
 		{"no owner recorded is foreign", pvc(func(p *corev1.PersistentVolumeClaim) { p.Annotations = nil }), false,
 			func(f plan.PVC) bool { return f.Foreign }},
@@ -159,7 +159,7 @@ func TestResizeFacts(t *testing.T) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}), func(f plan.Resize) bool { return f.Applied }},
 		{"refused by the API server", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationResizeRefused: "Pod QOS Class may not change"}
+			p.Annotations = map[string]string{stewardv1.AnnotationResizeRefused: "Pod QOS Class may not change"}
 		}), func(f plan.Resize) bool { return f.Refused == "Pod QOS Class may not change" && f.Applied }},
 		{"no etcd container", &corev1.Pod{}, func(f plan.Resize) bool {
 			return !f.Applied && f.Spec.Requests == nil && f.Spec.Limits == nil

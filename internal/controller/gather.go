@@ -19,11 +19,6 @@ import (
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// AnnotationClusterUID on a PVC names the EtcdCluster incarnation that created it. A cluster
-// recreated under the same name has a new UID, so it recognises old data as foreign and never
-// mounts it (etcd would ignore the new --initial-cluster-token on a non-empty data dir).
-const AnnotationClusterUID = "etcd.steward.dev/cluster-uid"
-
 // observed is everything one reconcile read, kept so actions can use the objects it names.
 type observed struct {
 	facts   plan.Facts
@@ -52,7 +47,7 @@ func (r *EtcdClusterReconciler) gather(ctx context.Context, ec *stewardv1.EtcdCl
 func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Reader, ec *stewardv1.EtcdCluster) (*observed, error) {
 	o := &observed{members: map[string]*stewardv1.EtcdMember{}, pods: map[string]*corev1.Pod{},
 		pvcs: map[string]*corev1.PersistentVolumeClaim{}, endpoints: map[string]string{}}
-	sel := client.MatchingLabels{resources.LabelCluster: ec.Name}
+	sel := client.MatchingLabels{stewardv1.LabelCluster: ec.Name}
 	ns := client.InNamespace(ec.Namespace)
 
 	var members stewardv1.EtcdMemberList
@@ -134,9 +129,9 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		return plan.Pod{}
 	}
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
-		ForceNewCluster: p.Annotations[resources.AnnotationForceNewCluster] == "true",
+		ForceNewCluster: p.Annotations[stewardv1.AnnotationForceNewCluster] == "true",
 		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
-		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[resources.AnnotationRestartedFrom]}
+		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom]}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}
@@ -191,7 +186,7 @@ func pvcFacts(p *corev1.PersistentVolumeClaim, ec *stewardv1.EtcdCluster, resiza
 	out := plan.PVC{Exists: true, Deleting: p.DeletionTimestamp != nil, Resizable: resizable,
 		Requested: p.Spec.Resources.Requests[corev1.ResourceStorage],
 		Capacity:  p.Status.Capacity[corev1.ResourceStorage],
-		Foreign:   p.Annotations[AnnotationClusterUID] != string(ec.UID)}
+		Foreign:   p.Annotations[stewardv1.AnnotationClusterUID] != string(ec.UID)}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PersistentVolumeClaimFileSystemResizePending && c.Status == corev1.ConditionTrue {
 			out.FileSystemResizePending = true

@@ -14,16 +14,12 @@ import (
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// ClusterFinalizer lets Steward release members' finalizers and apply the PVC retention policy
-// when a cluster is deleted.
-const ClusterFinalizer = "etcd.steward.dev/teardown"
-
 func (r *EtcdClusterReconciler) ensureFinalizer(ctx context.Context, ec *stewardv1.EtcdCluster) error {
-	if controllerutil.ContainsFinalizer(ec, ClusterFinalizer) {
+	if controllerutil.ContainsFinalizer(ec, stewardv1.FinalizerTeardown) {
 		return nil
 	}
 	base := ec.DeepCopy()
-	controllerutil.AddFinalizer(ec, ClusterFinalizer)
+	controllerutil.AddFinalizer(ec, stewardv1.FinalizerTeardown)
 	return r.Client.Patch(ctx, ec, client.MergeFrom(base))
 }
 
@@ -74,14 +70,14 @@ func (r *EtcdClusterReconciler) syncVoterLabels(ctx context.Context, ec *steward
 		if listed && !lm.IsLearner {
 			want = "true"
 		}
-		if p.Labels[resources.LabelVoter] == want || p.DeletionTimestamp != nil || stillDraining(p, r.now()) {
+		if p.Labels[stewardv1.LabelVoter] == want || p.DeletionTimestamp != nil || stillDraining(p, r.now()) {
 			continue
 		}
 		base := p.DeepCopy()
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
-		p.Labels[resources.LabelVoter] = want
+		p.Labels[stewardv1.LabelVoter] = want
 		if err := r.Client.Patch(ctx, p, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
 			return err
 		}
@@ -107,14 +103,14 @@ func (r *EtcdClusterReconciler) teardown(ctx context.Context, ec *stewardv1.Etcd
 	if ec.Spec.Storage.RetentionPolicy == stewardv1.RetentionDelete {
 		var pvcs corev1.PersistentVolumeClaimList
 		if err := r.Client.List(ctx, &pvcs, client.InNamespace(ec.Namespace),
-			client.MatchingLabels{resources.LabelCluster: ec.Name}); err != nil {
+			client.MatchingLabels{stewardv1.LabelCluster: ec.Name}); err != nil {
 			return err
 		}
 		for i := range pvcs.Items {
 			p := &pvcs.Items[i]
 			// Only this incarnation's data: a PVC kept from an earlier cluster of the same name is
 			// not ours to delete.
-			if p.Annotations[AnnotationClusterUID] != string(ec.UID) {
+			if p.Annotations[stewardv1.AnnotationClusterUID] != string(ec.UID) {
 				continue
 			}
 			if err := r.Client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
@@ -127,7 +123,7 @@ func (r *EtcdClusterReconciler) teardown(ctx context.Context, ec *stewardv1.Etcd
 		r.certificatesApplied.Delete(ec.UID)
 	}
 	base := ec.DeepCopy()
-	controllerutil.RemoveFinalizer(ec, ClusterFinalizer)
+	controllerutil.RemoveFinalizer(ec, stewardv1.FinalizerTeardown)
 	if err := r.Client.Patch(ctx, ec, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/backupplan"
+	"github.com/etcd-steward/steward/internal/schedule"
 )
 
 // defragScheduled: the defragmentation schedule fired since the member was last defragmented
@@ -14,7 +14,7 @@ func defragScheduled(ec *stewardv1.EtcdCluster, m *stewardv1.EtcdMember, now tim
 	if !ec.Spec.DefragmentationEnabled() || ec.Spec.Maintenance == nil || ec.Spec.Maintenance.Defragmentation.Schedule == "" {
 		return false
 	}
-	s, err := backupplan.Parse(ec.Spec.Maintenance.Defragmentation.Schedule)
+	s, err := schedule.Parse(ec.Spec.Maintenance.Defragmentation.Schedule)
 	if err != nil {
 		return false
 	}
@@ -55,7 +55,7 @@ func defragScheduleError(ec *stewardv1.EtcdCluster) string {
 	if ec.Spec.Maintenance == nil || ec.Spec.Maintenance.Defragmentation.Schedule == "" {
 		return ""
 	}
-	if _, err := backupplan.Parse(ec.Spec.Maintenance.Defragmentation.Schedule); err != nil {
+	if _, err := schedule.Parse(ec.Spec.Maintenance.Defragmentation.Schedule); err != nil {
 		return "spec.maintenance.defragmentation." + err.Error()
 	}
 	return ""

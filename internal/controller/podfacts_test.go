@@ -53,7 +53,7 @@ func TestPodFacts(t *testing.T) {
 		{"Ready computed for an older generation", pod(func(p *corev1.Pod) { p.Generation = 3 }),
 			func(f plan.Pod) bool { return f.Ready && f.Generation == 3 && f.ReadyObservedGeneration == 2 }},
 		{"restarted in place from a recorded container", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{resources.AnnotationRestartedFrom: "containerd://a"}
+			p.Annotations = map[string]string{stewardv1.AnnotationRestartedFrom: "containerd://a"}
 		}), func(f plan.Pod) bool { return f.RestartedFrom == "containerd://a" && f.ContainerID == "containerd://b" }},
 		{"crash-looping", pod(func(p *corev1.Pod) {
 			etcd(p).State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
@@ -81,7 +81,7 @@ func TestPodFacts(t *testing.T) {
 				Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable})
 		}), func(f plan.Pod) bool { return f.Unschedulable }},
 		{"a quorum recovery's survivor", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{resources.AnnotationForceNewCluster: "true"}
+			p.Annotations = map[string]string{stewardv1.AnnotationForceNewCluster: "true"}
 		}), func(f plan.Pod) bool { return f.ForceNewCluster }},
 		// Restarts long past: the count stays (the crash-loop rule weighs it with the last
 		// termination's time), but a container running again is neither stopped nor backing off.
@@ -168,17 +168,17 @@ func TestPodFacts(t *testing.T) {
 				Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated})
 		}), func(f plan.Pod) bool { return !f.Unschedulable }},
 		{"force-new-cluster only when true", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{resources.AnnotationForceNewCluster: "false"}
+			p.Annotations = map[string]string{stewardv1.AnnotationForceNewCluster: "false"}
 		}), func(f plan.Pod) bool { return !f.ForceNewCluster }},
 		// What the Pod was built from.
 		{"template and revision recorded", pod(func(p *corev1.Pod) {
 			resources.SetPodTemplate(p, &stewardv1.MemberTemplate{Version: "3.6.16"})
-			p.Annotations[resources.AnnotationPodRevision] = "4"
+			p.Annotations[stewardv1.AnnotationPodRevision] = "4"
 		}), func(f plan.Pod) bool { return f.Template != nil && f.Template.Version == "3.6.16" && f.Revision == 4 }},
 		{"built by an older Steward: no template, revision 1", pod(nil),
 			func(f plan.Pod) bool { return f.Template == nil && f.Revision == 1 }},
 		{"the resize state comes along", pod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationResizeRefused: "forbidden"}
+			p.Annotations = map[string]string{stewardv1.AnnotationResizeRefused: "forbidden"}
 		}), func(f plan.Pod) bool { return f.Resize.Refused == "forbidden" }},
 	}
 	for _, tt := range tests {

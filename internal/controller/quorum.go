@@ -17,13 +17,6 @@ import (
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
-// Labels on a PVC a quorum recovery detached from its cluster and kept for forensics.
-const (
-	LabelDiscardedFrom    = "etcd.steward.dev/discarded-from"
-	LabelDiscardedOrdinal = "etcd.steward.dev/discarded-ordinal"
-	AnnotationDiscardedAt = "etcd.steward.dev/discarded-at"
-)
-
 // setRecoveryStatus writes the plan's view of quorum loss (since when, by which operator process,
 // the recovery plan) next to the controller's own records (the recovery in progress, the last one).
 func setRecoveryStatus(s *stewardv1.EtcdClusterStatus, d plan.Decision) {
@@ -111,20 +104,20 @@ func (r *EtcdClusterReconciler) discardMember(ctx context.Context, ec *stewardv1
 	}
 	if pvc := o.pvcs[resources.PVCName(name)]; pvc != nil {
 		base := pvc.DeepCopy()
-		delete(pvc.Labels, resources.LabelCluster)
-		pvc.Labels[LabelDiscardedFrom] = ec.Name
-		pvc.Labels[LabelDiscardedOrdinal] = strconv.Itoa(int(m.Spec.Ordinal))
-		delete(pvc.Annotations, AnnotationClusterUID)
+		delete(pvc.Labels, stewardv1.LabelCluster)
+		pvc.Labels[stewardv1.LabelDiscardedFrom] = ec.Name
+		pvc.Labels[stewardv1.LabelDiscardedOrdinal] = strconv.Itoa(int(m.Spec.Ordinal))
+		delete(pvc.Annotations, stewardv1.AnnotationClusterUID)
 		if pvc.Annotations == nil {
 			pvc.Annotations = map[string]string{}
 		}
-		pvc.Annotations[AnnotationDiscardedAt] = r.now().UTC().Format("2006-01-02T15:04:05Z")
+		pvc.Annotations[stewardv1.AnnotationDiscardedAt] = r.now().UTC().Format("2006-01-02T15:04:05Z")
 		pvc.OwnerReferences = nil
 		if err := r.Client.Patch(ctx, pvc, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("detaching %s's PVC: %w", name, err)
 		}
 	}
-	if controllerutil.ContainsFinalizer(m, MemberFinalizer) {
+	if controllerutil.ContainsFinalizer(m, stewardv1.FinalizerMember) {
 		if err := r.removeFinalizer(ctx, m); err != nil {
 			return err
 		}
@@ -136,12 +129,12 @@ func (r *EtcdClusterReconciler) discardMember(ctx context.Context, ec *stewardv1
 // taking one would find the stale PVC under its name.
 func reservedOrdinals(ctx context.Context, kube client.Reader, ec *stewardv1.EtcdCluster) ([]int32, error) {
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := kube.List(ctx, &pvcs, client.InNamespace(ec.Namespace), client.MatchingLabels{LabelDiscardedFrom: ec.Name}); err != nil {
+	if err := kube.List(ctx, &pvcs, client.InNamespace(ec.Namespace), client.MatchingLabels{stewardv1.LabelDiscardedFrom: ec.Name}); err != nil {
 		return nil, err
 	}
 	var out []int32
 	for _, p := range pvcs.Items {
-		if n, err := strconv.Atoi(p.Labels[LabelDiscardedOrdinal]); err == nil {
+		if n, err := strconv.Atoi(p.Labels[stewardv1.LabelDiscardedOrdinal]); err == nil {
 			out = append(out, int32(n))
 		}
 	}

@@ -16,10 +16,6 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 
-// AnnotationResizeRefused on a member Pod says why the API server refused to resize it in place;
-// the planner then rolls the member onto the new resources instead.
-const AnnotationResizeRefused = "etcd.steward.dev/resize-refused"
-
 // resizeFacts reads the in-place resize state of the etcd container.
 func resizeFacts(p *corev1.Pod) plan.Resize {
 	var out plan.Resize
@@ -28,7 +24,7 @@ func resizeFacts(p *corev1.Pod) plan.Resize {
 			out.Spec = *c.Resources.DeepCopy()
 		}
 	}
-	out.Refused = p.Annotations[AnnotationResizeRefused]
+	out.Refused = p.Annotations[stewardv1.AnnotationResizeRefused]
 	busy := false
 	for _, c := range p.Status.Conditions {
 		switch c.Type {
@@ -74,7 +70,7 @@ func (r *EtcdClusterReconciler) resizePod(ctx context.Context, ec *stewardv1.Etc
 		if refused.Annotations == nil {
 			refused.Annotations = map[string]string{}
 		}
-		refused.Annotations[AnnotationResizeRefused] = err.Error()
+		refused.Annotations[stewardv1.AnnotationResizeRefused] = err.Error()
 		return client.IgnoreNotFound(r.Client.Patch(ctx, refused, client.MergeFrom(base)))
 	}
 	return client.IgnoreNotFound(err)
@@ -121,6 +117,6 @@ func (e effects) RestartContainer(ctx context.Context, member string) error {
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[resources.AnnotationRestartedFrom] = from
+	p.Annotations[stewardv1.AnnotationRestartedFrom] = from
 	return e.r.Client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

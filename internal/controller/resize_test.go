@@ -120,7 +120,7 @@ func TestResizePod(t *testing.T) {
 			if s := p.Spec.Containers[1].Resources.Requests.Cpu(); s.Cmp(resource.MustParse("10m")) != 0 {
 				t.Errorf("the sidecar was resized to %s", s)
 			}
-			note, ok := p.Annotations[AnnotationResizeRefused]
+			note, ok := p.Annotations[stewardv1.AnnotationResizeRefused]
 			if tt.refused == "" && ok {
 				t.Errorf("refusal recorded: %q", note)
 			}

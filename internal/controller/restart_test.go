@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/controller"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // An in-place restart records the etcd container it restarts in the same patch as the image
@@ -41,8 +41,8 @@ func TestRestartContainerRecordsTheContainerBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Spec.Containers[0].Image != "registry.local/etcd:v3.6.16-patched" ||
-		got.Annotations[resources.AnnotationRestartedFrom] != "containerd://before" {
-		t.Errorf("image %s, restarted-from %q", got.Spec.Containers[0].Image, got.Annotations[resources.AnnotationRestartedFrom])
+		got.Annotations[stewardv1.AnnotationRestartedFrom] != "containerd://before" {
+		t.Errorf("image %s, restarted-from %q", got.Spec.Containers[0].Image, got.Annotations[stewardv1.AnnotationRestartedFrom])
 	}
 	if got.Generation <= gen {
 		t.Errorf("generation %d after the change, %d before: the plan's rule needs it to move", got.Generation, gen)

@@ -154,7 +154,7 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 		LeafLifetime: leaf, CALifetime: caLife, RenewFraction: fraction, CA: t.ca, NextCA: t.next,
 		CASecret: resources.CASecretName(ec.Name), User: t.user}
 	if ec.Spec.TLS != nil && ec.Spec.TLS.RotateCA != "" && t.caSecret != nil {
-		f.RotateRequested = t.caSecret.Annotations[annotationRotateCA] != ec.Spec.TLS.RotateCA
+		f.RotateRequested = t.caSecret.Annotations[stewardv1.AnnotationRotateCA] != ec.Spec.TLS.RotateCA
 	}
 	if ec.Spec.TLS != nil {
 		f.ApproveDropOldCA = ec.Spec.TLS.ApproveDropOldCA
@@ -179,7 +179,7 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 			return f, err
 		}
 		if p := o.pods[name]; p != nil && p.DeletionTimestamp == nil {
-			peer, client := tlsplan.ParsePlaneTrust(p.Annotations[tlsplan.TrustAnnotation])
+			peer, client := tlsplan.ParsePlaneTrust(p.Annotations[stewardv1.AnnotationTrust])
 			m.Pod = &tlsplan.Pod{Trust: peer, ClientTrust: client, Served: served[name], ServedPeer: servedPeer[name]}
 		}
 		f.Members = append(f.Members, m)
@@ -190,7 +190,7 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 	case err == nil:
 		t.appSecret = &s
 		f.AppClient = parseClientSecret(&s)
-		if since, err := time.Parse(time.RFC3339, s.Annotations[annotationBundleSince]); err == nil {
+		if since, err := time.Parse(time.RFC3339, s.Annotations[stewardv1.AnnotationBundleSince]); err == nil {
 			f.AppBundleSince = since
 		}
 	case !apierrors.IsNotFound(err):
@@ -268,10 +268,10 @@ func (r *EtcdClusterReconciler) writeTLS(ctx context.Context, ec *stewardv1.Etcd
 			}
 			// Record when the bundle changed: SwapLeaves gives applications time to load it.
 			since := r.now().UTC().Format(time.RFC3339)
-			if prev := t.appSecret; prev != nil && string(prev.Data[pki.KeyCA]) == string(s.Data[pki.KeyCA]) && prev.Annotations[annotationBundleSince] != "" {
-				since = prev.Annotations[annotationBundleSince]
+			if prev := t.appSecret; prev != nil && string(prev.Data[pki.KeyCA]) == string(s.Data[pki.KeyCA]) && prev.Annotations[stewardv1.AnnotationBundleSince] != "" {
+				since = prev.Annotations[stewardv1.AnnotationBundleSince]
 			}
-			s.Annotations = map[string]string{annotationBundleSince: since}
+			s.Annotations = map[string]string{stewardv1.AnnotationBundleSince: since}
 			return nil
 		}); err != nil {
 			return err
@@ -285,7 +285,7 @@ func (r *EtcdClusterReconciler) writeTLS(ctx context.Context, ec *stewardv1.Etcd
 // already recorded (automatic rotations and their completion keep it).
 func rotateToken(ec *stewardv1.EtcdCluster, t *tlsObserved) string {
 	if t.caSecret != nil && !t.decision.RotationStarted {
-		return t.caSecret.Annotations[annotationRotateCA]
+		return t.caSecret.Annotations[stewardv1.AnnotationRotateCA]
 	}
 	if ec.Spec.TLS != nil {
 		return ec.Spec.TLS.RotateCA

@@ -16,17 +16,11 @@ import (
 const (
 	keyNextCA    = "next-ca.crt"
 	keyNextCAKey = "next-ca.key"
-	// annotationRotateCA on the CA Secret is the spec.tls.rotateCA value the rotation in it was
-	// started for. It is written with the next CA, in one write, so a crash can neither lose a
-	// requested rotation nor start it twice.
-	annotationRotateCA = "etcd.steward.dev/rotate-ca"
-	// annotationBundleSince on the application client Secret is when its ca.crt last changed.
-	annotationBundleSince = "etcd.steward.dev/bundle-since"
 )
 
 func tlsSecret(ec *stewardv1.EtcdCluster, name string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ec.Namespace,
-		Labels: map[string]string{resources.LabelCluster: ec.Name, resources.LabelManagedBy: "steward"}},
+		Labels: map[string]string{stewardv1.LabelCluster: ec.Name, resources.LabelManagedBy: "steward"}},
 		Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
 }
 
@@ -59,7 +53,7 @@ func fillCASecret(s *corev1.Secret, w *tlsplan.CAWrite, rotateCA string) error {
 		}
 	}
 	if rotateCA != "" {
-		s.Annotations = map[string]string{annotationRotateCA: rotateCA}
+		s.Annotations = map[string]string{stewardv1.AnnotationRotateCA: rotateCA}
 	}
 	return nil
 }

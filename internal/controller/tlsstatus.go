@@ -29,7 +29,7 @@ func setTLSStatus(ec *stewardv1.EtcdCluster, t *tlsObserved) {
 	d := t.decision
 	s := &stewardv1.TLSStatus{}
 	if t.caSecret != nil {
-		s.RotateCA = t.caSecret.Annotations[annotationRotateCA]
+		s.RotateCA = t.caSecret.Annotations[stewardv1.AnnotationRotateCA]
 	}
 	if t.ca != nil {
 		s.CANotAfter = &metav1.Time{Time: t.ca.Cert.NotAfter}

@@ -90,7 +90,7 @@ func (r *EtcdClusterReconciler) reader() client.Reader {
 // with and those of the user's Secret, so it reaches every member through a rotation.
 func (r *EtcdClusterReconciler) userCredentials(ctx context.Context, ec *stewardv1.EtcdCluster, u *tlsplan.UserTLS) error {
 	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ec.Namespace), client.MatchingLabels{resources.LabelCluster: ec.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(ec.Namespace), client.MatchingLabels{stewardv1.LabelCluster: ec.Name}); err != nil {
 		return err
 	}
 	var roots []*x509.Certificate

@@ -170,10 +170,10 @@ func TestUserSecretsMissingThenProvided(t *testing.T) {
 		}
 	}
 	want := "peer=" + pki.Fingerprint(peer.ca.Cert) + ";client=" + pki.Fingerprint(cl.ca.Cert)
-	if got := pod.Annotations[resources.AnnotationTrust]; got != want {
+	if got := pod.Annotations[stewardv1.AnnotationTrust]; got != want {
 		t.Errorf("seed Pod trust annotation %q, want %q", got, want)
 	}
-	if p, c := tlsplan.ParsePlaneTrust(pod.Annotations[resources.AnnotationTrust]); len(p) != 1 || p[0] != pki.Fingerprint(peer.ca.Cert) || len(c) != 1 || c[0] != pki.Fingerprint(cl.ca.Cert) {
+	if p, c := tlsplan.ParsePlaneTrust(pod.Annotations[stewardv1.AnnotationTrust]); len(p) != 1 || p[0] != pki.Fingerprint(peer.ca.Cert) || len(c) != 1 || c[0] != pki.Fingerprint(cl.ca.Cert) {
 		t.Errorf("annotation reads back as peer=%v client=%v", p, c)
 	}
 	eventually(t, "TLSMaterialValid=True", func() error {

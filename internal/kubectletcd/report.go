@@ -143,7 +143,7 @@ func Report(ctx context.Context, env *Env, name string, opts ReportOptions, w io
 		}
 	}
 
-	sel := client.MatchingLabels{resources.LabelCluster: name}
+	sel := client.MatchingLabels{stewardv1.LabelCluster: name}
 	var pods corev1.PodList
 	b.record("pods", apiError(env.Client.List(ctx, &pods, client.InNamespace(ns), sel), "list", "pods", ns, ""))
 	related := map[string]bool{name: true}
@@ -162,7 +162,7 @@ func Report(ctx context.Context, env *Env, name string, opts ReportOptions, w io
 	var svcs corev1.ServiceList
 	b.record("services", apiError(env.Client.List(ctx, &svcs, client.InNamespace(ns)), "list", "services", ns, ""))
 	for i := range svcs.Items {
-		if n := svcs.Items[i].Name; n == resources.PeerServiceName(name) || n == resources.ClientServiceName(name) || svcs.Items[i].Labels[resources.LabelCluster] == name {
+		if n := svcs.Items[i].Name; n == resources.PeerServiceName(name) || n == resources.ClientServiceName(name) || svcs.Items[i].Labels[stewardv1.LabelCluster] == name {
 			b.yaml(prefix+"services/"+n+".yaml", clean(&svcs.Items[i]))
 		}
 	}

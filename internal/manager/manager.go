@@ -24,10 +24,8 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupctl"
-	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/etcd"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // leaderElectionID names the Lease that operator replicas compete for.
@@ -49,11 +47,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	sync := o.SyncPeriod
 	// Only Steward's own Pods and PVCs are cached: an operator in a big cluster must not hold every
 	// Pod in memory.
-	owned, err := labels.Parse(resources.LabelCluster)
+	owned, err := labels.Parse(stewardv1.LabelCluster)
 	if err != nil {
 		return nil, err
 	}
-	backupJobs, err := labels.Parse(backupjob.LabelBackup)
+	backupJobs, err := labels.Parse(stewardv1.LabelBackup)
 	if err != nil {
 		return nil, err
 	}

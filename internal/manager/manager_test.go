@@ -17,8 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/manager"
-	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/internal/testenv"
 )
 
@@ -102,7 +102,7 @@ func checkCacheStripsManagedFields(t *testing.T, mgr ctrl.Manager) {
 	t.Helper()
 	ctx := context.Background()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cached", Namespace: "default",
-		Labels: map[string]string{resources.LabelCluster: "c"}}, StringData: map[string]string{"k": "v"}}
+		Labels: map[string]string{stewardv1.LabelCluster: "c"}}, StringData: map[string]string{"k": "v"}}
 	if err := mgr.GetClient().Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

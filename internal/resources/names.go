@@ -10,18 +10,16 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-// Labels Steward puts on everything it creates. Selectors use only these, never user labels.
+// Kubernetes' recommended labels Steward puts on everything it creates, next to its own
+// (stewardv1.LabelCluster and the others of api/v1alpha1/wellknown.go). Selectors use only these
+// and Steward's own, never user labels.
 const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelInstance  = "app.kubernetes.io/instance"
 	LabelManagedBy = "app.kubernetes.io/managed-by"
-	LabelCluster   = "etcd.steward.dev/cluster"
-	LabelMember    = "etcd.steward.dev/member"
-	// LabelVoter is "true" on Pods of voting members; the client Service selects it so learners
-	// never receive client traffic.
-	LabelVoter = "etcd.steward.dev/voter"
-	// VoterDraining is LabelVoter's value on a voter about to be stopped: out of the client Service
-	// (and of the PodDisruptionBudget's count, which then allows no eviction while it goes).
+	// VoterDraining is stewardv1.LabelVoter's value on a voter about to be stopped: out of the
+	// client Service (and of the PodDisruptionBudget's count, which then allows no eviction while
+	// it goes).
 	VoterDraining = "draining"
 )
 
@@ -106,7 +104,7 @@ func ClusterToken(ec *stewardv1.EtcdCluster) string {
 
 // SelectorLabels select every member Pod of a cluster.
 func SelectorLabels(cluster string) map[string]string {
-	return map[string]string{LabelName: "etcd", LabelInstance: cluster, LabelCluster: cluster}
+	return map[string]string{LabelName: "etcd", LabelInstance: cluster, stewardv1.LabelCluster: cluster}
 }
 
 // Image is the container image of a template: the override, or <repository>:v<version>.

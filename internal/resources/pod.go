@@ -45,7 +45,7 @@ type Member struct {
 	Name      string
 	Template  *stewardv1.MemberTemplate
 	Bootstrap Bootstrap
-	// Voter sets LabelVoter so the client Service routes to the member.
+	// Voter sets stewardv1.LabelVoter so the client Service routes to the member.
 	Voter bool
 	// Trust is the value of the trusted-CAs annotation: the trust bundle in the member's TLS
 	// Secret when the Pod is created, which is what its etcd will load.
@@ -67,14 +67,6 @@ const (
 	// can never pass as a peer.
 	KeyPeerCA   = "peer-ca.crt"
 	KeyClientCA = "client-ca.crt"
-	// AnnotationTrust records the CAs a member's etcd loaded when it started (see tlsplan).
-	AnnotationTrust = "etcd.steward.dev/trusted-cas"
-	// AnnotationForceNewCluster marks the Pod of a quorum recovery's survivor started with
-	// --force-new-cluster; the recovery replaces it with one without the flag.
-	AnnotationForceNewCluster = "etcd.steward.dev/force-new-cluster"
-	// AnnotationRestartedFrom records, with an in-place restart's change, the etcd container's ID
-	// before it: the restart is done once the kubelet reports another container (plan.Pod).
-	AnnotationRestartedFrom = "etcd.steward.dev/restarted-from"
 )
 
 // Pod builds the member's Pod. imageRepository is used when the template sets no image.
@@ -125,13 +117,13 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 	if m.ToolsImage != "" {
 		withDataCheck(pod, m)
 	}
-	pod.Annotations = withKey(pod.Annotations, AnnotationTemplate, templateAnnotation(t))
-	pod.Annotations[AnnotationPodRevision] = strconv.Itoa(PodRevision)
+	pod.Annotations = withKey(pod.Annotations, stewardv1.AnnotationTemplate, templateAnnotation(t))
+	pod.Annotations[stewardv1.AnnotationPodRevision] = strconv.Itoa(PodRevision)
 	if m.Bootstrap.ForceNewCluster {
-		pod.Annotations = withKey(pod.Annotations, AnnotationForceNewCluster, "true")
+		pod.Annotations = withKey(pod.Annotations, stewardv1.AnnotationForceNewCluster, "true")
 	}
 	if ec.TLSEnabled() {
-		pod.Annotations = withKey(pod.Annotations, AnnotationTrust, m.Trust)
+		pod.Annotations = withKey(pod.Annotations, stewardv1.AnnotationTrust, m.Trust)
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: MemberTLSSecretName(m.Name), DefaultMode: ptr.To[int32](0o400)},
 		}})
@@ -158,8 +150,8 @@ func MemberLabels(cluster, member string, t *stewardv1.MemberTemplate, voter boo
 	}
 	maps.Copy(labels, SelectorLabels(cluster))
 	labels[LabelManagedBy] = "steward"
-	labels[LabelMember] = member
-	labels[LabelVoter] = strconv.FormatBool(voter)
+	labels[stewardv1.LabelMember] = member
+	labels[stewardv1.LabelVoter] = strconv.FormatBool(voter)
 	return labels
 }
 

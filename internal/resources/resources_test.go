@@ -84,7 +84,7 @@ func TestOrdinalOf(t *testing.T) {
 
 func TestPodPVCMember(t *testing.T) {
 	ec := cluster(func(c *stewardv1.EtcdCluster) {
-		c.Spec.PodMetadata.Labels = map[string]string{"team": "a", LabelCluster: "hijack"}
+		c.Spec.PodMetadata.Labels = map[string]string{"team": "a", stewardv1.LabelCluster: "hijack"}
 		c.Spec.PodMetadata.Annotations = map[string]string{"note": "x"}
 		c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 		c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
@@ -97,7 +97,7 @@ func TestPodPVCMember(t *testing.T) {
 	if pod.Spec.Hostname != "db-1" || pod.Spec.Subdomain != "db" {
 		t.Errorf("hostname/subdomain = %s/%s; the peer URL would not resolve", pod.Spec.Hostname, pod.Spec.Subdomain)
 	}
-	if pod.Labels["team"] != "a" || pod.Labels[LabelCluster] != "db" || pod.Labels[LabelVoter] != "true" {
+	if pod.Labels["team"] != "a" || pod.Labels[stewardv1.LabelCluster] != "db" || pod.Labels[stewardv1.LabelVoter] != "true" {
 		t.Errorf("labels = %v: user labels must be kept but never override Steward's", pod.Labels)
 	}
 	if pod.Annotations["note"] != "x" || pod.Spec.NodeSelector["disk"] != "ssd" {
@@ -141,7 +141,7 @@ func TestPodMemoryMember(t *testing.T) {
 	if pod.Spec.Affinity.PodAntiAffinity != nil || pod.Spec.Affinity.NodeAffinity == nil {
 		t.Error("a user affinity must replace the default, not merge with it")
 	}
-	if pod.Labels[LabelVoter] != "false" {
+	if pod.Labels[stewardv1.LabelVoter] != "false" {
 		t.Error("a learner must not carry the voter label (the client Service would route to it)")
 	}
 	if PVC(ec, "db-1", &ec.Spec.MemberTemplate) != nil {
@@ -201,7 +201,7 @@ func TestPodTLS(t *testing.T) {
 			t.Errorf("plaintext cluster got %s", a)
 		}
 	}
-	if p := Pod(member(plain), "repo"); len(p.Spec.Volumes) != 1 || p.Annotations[AnnotationTrust] != "" {
+	if p := Pod(member(plain), "repo"); len(p.Spec.Volumes) != 1 || p.Annotations[stewardv1.AnnotationTrust] != "" {
 		t.Errorf("plaintext Pod volumes %v annotations %v", p.Spec.Volumes, p.Annotations)
 	}
 	user := cluster(func(c *stewardv1.EtcdCluster) {
@@ -213,8 +213,8 @@ func TestPodTLS(t *testing.T) {
 	m := member(cluster(nil))
 	m.Trust = "abc,def"
 	p := Pod(m, "repo")
-	if p.Annotations[AnnotationTrust] != "abc,def" {
-		t.Errorf("trust annotation = %q", p.Annotations[AnnotationTrust])
+	if p.Annotations[stewardv1.AnnotationTrust] != "abc,def" {
+		t.Errorf("trust annotation = %q", p.Annotations[stewardv1.AnnotationTrust])
 	}
 	var found bool
 	for _, v := range p.Spec.Volumes {
@@ -248,10 +248,10 @@ func TestServices(t *testing.T) {
 	if peer.Spec.ClusterIP != corev1.ClusterIPNone || !peer.Spec.PublishNotReadyAddresses {
 		t.Error("the peer Service must be headless and publish not-ready members (joiners need DNS)")
 	}
-	if client.Spec.Selector[LabelVoter] != "true" {
+	if client.Spec.Selector[stewardv1.LabelVoter] != "true" {
 		t.Error("the client Service must select voters only")
 	}
-	if _, ok := peer.Spec.Selector[LabelVoter]; ok {
+	if _, ok := peer.Spec.Selector[stewardv1.LabelVoter]; ok {
 		t.Error("the peer Service must include learners")
 	}
 }

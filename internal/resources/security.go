@@ -3,6 +3,8 @@ package resources
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // NonRootID is the user and group every Steward-built container runs as: distroless images' nonroot
@@ -15,9 +17,6 @@ const NonRootID int64 = 65532
 // being left on the old one or all changing at once. TestPodRevisionGuardsRendering fails when the
 // rendering changes and this does not. Revision 1 is every Pod built before it was recorded.
 const PodRevision = 2
-
-// AnnotationPodRevision on a member Pod is the PodRevision it was built with.
-const AnnotationPodRevision = "etcd.steward.dev/pod-revision"
 
 // RestrictedPod is the Pod-level security context of member Pods and Steward's Jobs: non-root, the
 // runtime's default seccomp profile, and volumes group-owned by NonRootID. OnRootMismatch makes the
@@ -50,7 +49,7 @@ func RestrictedContainer() *corev1.SecurityContext {
 // revisions were recorded).
 func PodRevisionOf(p *corev1.Pod) int {
 	n := 0
-	for _, c := range p.Annotations[AnnotationPodRevision] {
+	for _, c := range p.Annotations[stewardv1.AnnotationPodRevision] {
 		if c < '0' || c > '9' || n > 1<<20 {
 			return 1
 		}

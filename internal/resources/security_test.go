@@ -79,7 +79,7 @@ func TestPodRevisionGuardsRendering(t *testing.T) {
 	h := sha256.New()
 	for _, name := range []string{"pvc", "pvc-wrapped", "memory", "plaintext", "force-new", "old-3.5-args"} {
 		p := pods[name].DeepCopy()
-		delete(p.Annotations, AnnotationPodRevision)
+		delete(p.Annotations, stewardv1.AnnotationPodRevision)
 		b, err := json.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestPodRevisionGuardsRendering(t *testing.T) {
 	}
 	for name, p := range pods {
 		if PodRevisionOf(p) != PodRevision {
-			t.Errorf("%s: Pod says revision %q, want %d", name, p.Annotations[AnnotationPodRevision], PodRevision)
+			t.Errorf("%s: Pod says revision %q, want %d", name, p.Annotations[stewardv1.AnnotationPodRevision], PodRevision)
 		}
 	}
 }
@@ -117,7 +117,7 @@ func TestPodRevisionOf(t *testing.T) {
 	for v, want := range map[string]int{"": 1, "2": 2, "17": 17, "x": 1, "-3": 1, "0": 1, "99999999999999": 1} {
 		p := &corev1.Pod{}
 		if v != "" {
-			p.Annotations = map[string]string{AnnotationPodRevision: v}
+			p.Annotations = map[string]string{stewardv1.AnnotationPodRevision: v}
 		}
 		if got := PodRevisionOf(p); got != want {
 			t.Errorf("PodRevisionOf(%q) = %d, want %d", v, got, want)

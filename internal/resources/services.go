@@ -41,7 +41,7 @@ func PeerService(ec *stewardv1.EtcdCluster) *corev1.Service {
 // most requests) or a member still starting never receives client traffic.
 func ClientService(ec *stewardv1.EtcdCluster) *corev1.Service {
 	sel := SelectorLabels(ec.Name)
-	sel[LabelVoter] = "true"
+	sel[stewardv1.LabelVoter] = "true"
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: ClientServiceName(ec.Name), Namespace: ec.Namespace, Labels: objectLabels(ec.Name)},
 		Spec: corev1.ServiceSpec{
@@ -67,7 +67,7 @@ func PDB(ec *stewardv1.EtcdCluster) *policyv1.PodDisruptionBudget {
 		minAvailable = *spec.MinAvailable
 	}
 	sel := SelectorLabels(ec.Name)
-	sel[LabelVoter] = "true"
+	sel[stewardv1.LabelVoter] = "true"
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: PDBName(ec.Name), Namespace: ec.Namespace, Labels: objectLabels(ec.Name)},
 		Spec: policyv1.PodDisruptionBudgetSpec{
@@ -83,7 +83,7 @@ func PVC(ec *stewardv1.EtcdCluster, member string, t *stewardv1.MemberTemplate) 
 		return nil
 	}
 	labels := objectLabels(ec.Name)
-	labels[LabelMember] = member
+	labels[stewardv1.LabelMember] = member
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: PVCName(member), Namespace: ec.Namespace, Labels: labels},
 		Spec: corev1.PersistentVolumeClaimSpec{

@@ -10,12 +10,6 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-// AnnotationTemplate on a member Pod holds the member template the Pod was built from (JSON). A
-// template is recorded on the EtcdMember before its Pod is created, so the record alone cannot say
-// what runs: status counts a member as updated, and the version step rule reads a member's version,
-// from the Pod itself. Pod metadata is patched in place and left out.
-const AnnotationTemplate = "etcd.steward.dev/template"
-
 func templateAnnotation(t *stewardv1.MemberTemplate) string {
 	c := t.DeepCopy()
 	c.PodMetadata = stewardv1.PodMetadata{}
@@ -29,7 +23,7 @@ func templateAnnotation(t *stewardv1.MemberTemplate) string {
 // PodTemplate returns the member template a Pod was built from, or nil when the Pod does not say
 // (built by an older Steward) or says something unreadable.
 func PodTemplate(p *corev1.Pod) *stewardv1.MemberTemplate {
-	s, ok := p.Annotations[AnnotationTemplate]
+	s, ok := p.Annotations[stewardv1.AnnotationTemplate]
 	if !ok || s == "" {
 		return nil
 	}
@@ -43,7 +37,7 @@ func PodTemplate(p *corev1.Pod) *stewardv1.MemberTemplate {
 // SetPodTemplate records on a Pod the member template it runs now, after an in-place change (a
 // resize) brought it there without a rebuild.
 func SetPodTemplate(p *corev1.Pod, t *stewardv1.MemberTemplate) {
-	p.Annotations = withKey(p.Annotations, AnnotationTemplate, templateAnnotation(t))
+	p.Annotations = withKey(p.Annotations, stewardv1.AnnotationTemplate, templateAnnotation(t))
 }
 
 // ImageOnly says whether the Pod built for template to differs from the one built for from only in

@@ -9,8 +9,8 @@
 //     state that would leave two parties unable to authenticate is refused (Hold), not planned
 //     around.
 //   - Intent before action: every Secret a Pod will mount is written before the Pod is created or
-//     restarted, and a Pod records the trust it started with (TrustAnnotation), so passes are
-//     derived from live state after any crash.
+//     restarted, and a Pod records the trust it started with (v1alpha1.AnnotationTrust), so
+//     passes are derived from live state after any crash.
 //   - Renewals need no restart (etcd reads its leaf on every handshake); a renewal counts as done
 //     only once the member is seen serving the new leaf.
 package tlsplan
@@ -22,16 +22,11 @@ import (
 	"time"
 
 	"github.com/etcd-steward/steward/internal/pki"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // DefaultAppGrace covers the kubelet's refresh of a mounted Secret (its sync period is a
 // minute) plus an application's own reload interval.
 const DefaultAppGrace = 90 * time.Second
-
-// TrustAnnotation is the Pod annotation recording the CAs (fingerprints) the member's etcd loaded
-// when it started. etcd builds its trust pools once, so this, not the Secret, is what it trusts.
-const TrustAnnotation = resources.AnnotationTrust
 
 // Facts are what the controller read this reconcile.
 type Facts struct {
@@ -105,8 +100,8 @@ func (s *MemberSecret) ClientBundle() []*x509.Certificate {
 
 // Pod is what the controller saw of the member's Pod.
 type Pod struct {
-	// Trust are the fingerprints of TrustAnnotation (the peer plane's, and the client plane's
-	// unless ClientTrust is set).
+	// Trust are the fingerprints of v1alpha1.AnnotationTrust (the peer plane's, and the client
+	// plane's unless ClientTrust is set).
 	Trust       []string
 	ClientTrust []string
 	// Served is the leaf the member presented on its client port this reconcile; nil when it did
@@ -132,12 +127,12 @@ type Material struct {
 	Trust []*x509.Certificate
 }
 
-// FormatTrust is the TrustAnnotation value for a bundle.
+// FormatTrust is the v1alpha1.AnnotationTrust value for a bundle.
 func FormatTrust(bundle []*x509.Certificate) string {
 	return strings.Join(pki.Fingerprints(pki.Bundle(bundle...)), ",")
 }
 
-// FormatPlaneTrust is the TrustAnnotation value when the planes trust different CAs.
+// FormatPlaneTrust is the v1alpha1.AnnotationTrust value when the planes trust different CAs.
 func FormatPlaneTrust(peer, client []*x509.Certificate) string {
 	p, c := FormatTrust(peer), FormatTrust(client)
 	if p == c {
@@ -146,7 +141,7 @@ func FormatPlaneTrust(peer, client []*x509.Certificate) string {
 	return "peer=" + p + ";client=" + c
 }
 
-// ParsePlaneTrust reads a TrustAnnotation value of either form.
+// ParsePlaneTrust reads a v1alpha1.AnnotationTrust value of either form.
 func ParsePlaneTrust(s string) (peer, client []string) {
 	if !strings.Contains(s, "=") {
 		t := ParseTrust(s)
@@ -162,7 +157,7 @@ func ParsePlaneTrust(s string) (peer, client []string) {
 	return peer, client
 }
 
-// ParseTrust reads a TrustAnnotation value.
+// ParseTrust reads a v1alpha1.AnnotationTrust value.
 func ParseTrust(s string) []string {
 	if s == "" {
 		return nil

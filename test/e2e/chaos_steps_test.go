@@ -70,7 +70,7 @@ func (c *campaign) startOp(s chaos.Step) (framework.Condition, error) {
 		update(c.t, c.ns, c.name, func(ec *stewardv1.EtcdCluster) { ec.Spec.Options.SnapshotCount = ptr.To(s.Value) })
 		want := fmt.Sprintf("--snapshot-count=%d", s.Value)
 		return func(ctx context.Context) (bool, error) {
-			pods, err := f.Pods(ctx, c.ns, map[string]string{resources.LabelCluster: c.name})
+			pods, err := f.Pods(ctx, c.ns, map[string]string{stewardv1.LabelCluster: c.name})
 			if err != nil {
 				return false, err
 			}
@@ -122,7 +122,7 @@ func (c *campaign) startOp(s chaos.Step) (framework.Condition, error) {
 func (c *campaign) defragmentedSince(asked time.Time) framework.Condition {
 	return func(ctx context.Context) (bool, error) {
 		var members stewardv1.EtcdMemberList
-		if err := f.Client.List(ctx, &members, client.InNamespace(c.ns), client.MatchingLabels{resources.LabelCluster: c.name}); err != nil {
+		if err := f.Client.List(ctx, &members, client.InNamespace(c.ns), client.MatchingLabels{stewardv1.LabelCluster: c.name}); err != nil {
 			return false, err
 		}
 		for _, m := range members.Items {

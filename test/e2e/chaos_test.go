@@ -19,7 +19,6 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/failpoint"
-	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 	"github.com/etcd-steward/steward/test/e2e/framework/chaos"
 )
@@ -249,7 +248,7 @@ func (c *campaign) checkHonest() {
 		return
 	}
 	want := fmt.Sprintf("--snapshot-count=%d", *ec.Spec.Options.SnapshotCount)
-	pods, err := f.Pods(ctx, c.ns, map[string]string{resources.LabelCluster: c.name})
+	pods, err := f.Pods(ctx, c.ns, map[string]string{stewardv1.LabelCluster: c.name})
 	if err != nil {
 		return
 	}

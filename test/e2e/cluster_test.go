@@ -144,7 +144,7 @@ func settled(ns, name string, replicas int32) framework.Condition {
 // unreadyMembers names the members status does not count as ready, each with what its Pod shows,
 // so that a wait that times out says whether the kubelet, etcd or the operator held it.
 func unreadyMembers(ctx context.Context, ns string, ec *stewardv1.EtcdCluster) string {
-	pods, _ := f.Pods(ctx, ns, map[string]string{resources.LabelCluster: ec.Name})
+	pods, _ := f.Pods(ctx, ns, map[string]string{stewardv1.LabelCluster: ec.Name})
 	byName := map[string]*corev1.Pod{}
 	for _, p := range pods {
 		byName[p.Name] = p
@@ -250,7 +250,7 @@ func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 func monitor(t *testing.T, ns, name string, expected func() []string) *framework.Monitor {
 	t.Helper()
 	cfg := framework.MonitorConfig{Namespace: ns,
-		Labels: map[string]string{resources.LabelCluster: name}, Expected: expected}
+		Labels: map[string]string{stewardv1.LabelCluster: name}, Expected: expected}
 	if tlsEnabled(t, ns, name) {
 		cfg.TLS = clientTLSFor(t, ns, name).Config("")
 	}
@@ -308,7 +308,7 @@ func memberPods(t *testing.T, ns, name string) map[string]*corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pods, err := f.Pods(ctx, ns, map[string]string{resources.LabelCluster: name})
+	pods, err := f.Pods(ctx, ns, map[string]string{stewardv1.LabelCluster: name})
 	if err != nil {
 		t.Fatal(err)
 	}

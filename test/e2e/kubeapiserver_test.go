@@ -20,7 +20,6 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/pki"
-	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/internal/tlsplan"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
@@ -77,7 +76,7 @@ func TestCARotationKubeAPIServer(t *testing.T) {
 		return found, fmt.Errorf("conditions %+v", ec.Status.Conditions)
 	})
 	podsOn(t, ns, "kas", 3, "still trusting the old CA", func(p *corev1.Pod) bool {
-		peer, client := tlsplan.ParsePlaneTrust(p.Annotations[resources.AnnotationTrust])
+		peer, client := tlsplan.ParsePlaneTrust(p.Annotations[stewardv1.AnnotationTrust])
 		return slices.Contains(peer, oldCA) && slices.Contains(client, oldCA)
 	})
 

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -85,7 +84,7 @@ func TestQuorumLossRecovery(t *testing.T) {
 	}
 	var detached corev1.PersistentVolumeClaimList
 	if err := f.Client.List(context.Background(), &detached, client.InNamespace(ns),
-		client.MatchingLabels{controller.LabelDiscardedFrom: "web"}); err != nil {
+		client.MatchingLabels{stewardv1.LabelDiscardedFrom: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("detached PVCs kept: %d (the fault deleted the lost members' PVCs)", len(detached.Items))

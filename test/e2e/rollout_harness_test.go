@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
@@ -42,7 +41,7 @@ func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
 	// the linearizability check; the rest write-once keys for the lost-write check.
 	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/", Contended: 0.3})
 	w.monitor = monitor(t, ns, name, func() []string { return memberNames(name, replicas) })
-	pods, err := f.WatchPodTimes(ns, resources.LabelCluster+"="+name, resources.LabelVoter)
+	pods, err := f.WatchPodTimes(ns, stewardv1.LabelCluster+"="+name, stewardv1.LabelVoter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,7 +221,7 @@ func TestCARotation(t *testing.T) {
 				t.Fatal("the CA did not change")
 			}
 			podsOn(t, ns, "rot", 3, "trusting only the new CA", func(p *corev1.Pod) bool {
-				return p.Annotations[resources.AnnotationTrust] == newCA
+				return p.Annotations[stewardv1.AnnotationTrust] == newCA
 			})
 			reason := "DeletePod"
 			if medium == stewardv1.StorageMediumMemory {

@@ -137,7 +137,7 @@ func TestTLSUserSecrets(t *testing.T) {
 	}
 	fp := pki.Fingerprint(next.ca.Cert)
 	podsOn(t, ns, "byo", 3, "trusting only the user's new CA", func(p *corev1.Pod) bool {
-		return p.Annotations[resources.AnnotationTrust] == fp
+		return p.Annotations[stewardv1.AnnotationTrust] == fp
 	})
 	checkData(t, clientFor(t, ns, "byo"), "/byo/", data)
 

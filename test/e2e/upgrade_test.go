@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/plan"
 	"github.com/etcd-steward/steward/internal/resources"
 )
@@ -45,9 +46,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	create(t, newCluster(ns, "db", 3, ""))
 	waitSettled(t, ns, "db", 3, 4*time.Minute)
 	for name, p := range memberPods(t, ns, "db") {
-		if _, ok := p.Annotations[resources.AnnotationPodRevision]; ok || p.Spec.SecurityContext.RunAsUser != nil {
+		if _, ok := p.Annotations[stewardv1.AnnotationPodRevision]; ok || p.Spec.SecurityContext.RunAsUser != nil {
 			t.Fatalf("%s was not built by the previous release (revision %q, runAsUser set)", name,
-				p.Annotations[resources.AnnotationPodRevision])
+				p.Annotations[stewardv1.AnnotationPodRevision])
 		}
 	}
 	cl := clientFor(t, ns, "db")

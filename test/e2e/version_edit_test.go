@@ -14,7 +14,6 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/datacheck"
-	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // TestVersionEditedAtEachTurn (issue 23, finding 8): a 3-member cluster rolling 3.5 → 3.6 is
@@ -79,7 +78,7 @@ func watchTerminations(t *testing.T, ns, name string) func() []string {
 		// Not memberPods: this runs off the test's goroutine, where t.Fatal may not be called.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		pods, err := f.Pods(ctx, ns, map[string]string{resources.LabelCluster: name})
+		pods, err := f.Pods(ctx, ns, map[string]string{stewardv1.LabelCluster: name})
 		if err != nil {
 			return
 		}

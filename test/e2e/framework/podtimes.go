@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	stewardv1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // PodTimes watches a cluster's member Pods and timestamps, at the test's clock with millisecond
@@ -86,7 +88,7 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 	defer pt.mu.Unlock()
 	tr := pt.pods[string(p.UID)]
 	if tr == nil {
-		tr = &podTrack{member: p.Labels["etcd.steward.dev/member"]}
+		tr = &podTrack{member: p.Labels[stewardv1alpha1.LabelMember]}
 		if tr.member == "" {
 			tr.member = p.Name // a StatefulSet's Pods keep their names
 		}
