@@ -6,19 +6,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-func s3Dest() v1.BackupStorage {
-	return v1.BackupStorage{S3: &v1.S3Storage{Bucket: "backups", Endpoint: "http://10.0.0.1:7070", ForcePathStyle: true,
-		CredentialsSecretRef: v1.S3CredentialsRef{Name: "s3"}}}
+func s3Dest() stewardv1.BackupStorage {
+	return stewardv1.BackupStorage{S3: &stewardv1.S3Storage{Bucket: "backups", Endpoint: "http://10.0.0.1:7070", ForcePathStyle: true,
+		CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "s3"}}}
 }
 
-func newBackup(mutate func(*v1.EtcdBackup)) *v1.EtcdBackup {
+func newBackup(mutate func(*stewardv1.EtcdBackup)) *stewardv1.EtcdBackup {
 	nameSeq++
-	b := &v1.EtcdBackup{
+	b := &stewardv1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b%d", nameSeq), Namespace: "default"},
-		Spec:       v1.EtcdBackupSpec{ClusterName: "demo", Destination: s3Dest()},
+		Spec:       stewardv1.EtcdBackupSpec{ClusterName: "demo", Destination: s3Dest()},
 	}
 	if mutate != nil {
 		mutate(b)
@@ -32,7 +32,7 @@ func TestBackupDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := b.Spec
-	if s.Compression != v1.CompressionZstd || s.DeletionPolicy != v1.DeletionRetain || s.Destination.S3.Region != "us-east-1" ||
+	if s.Compression != stewardv1.CompressionZstd || s.DeletionPolicy != stewardv1.DeletionRetain || s.Destination.S3.Region != "us-east-1" ||
 		s.Destination.S3.CredentialsSecretRef.AccessKeyIDKey != "accessKeyID" ||
 		s.Destination.S3.CredentialsSecretRef.SecretAccessKeyKey != "secretAccessKey" {
 		t.Fatalf("defaults not applied: %+v / %+v", s, s.Destination.S3)
@@ -42,26 +42,26 @@ func TestBackupDefaults(t *testing.T) {
 func TestBackupValidation(t *testing.T) {
 	cases := []struct {
 		name   string
-		mutate func(*v1.EtcdBackup)
+		mutate func(*stewardv1.EtcdBackup)
 		want   string
 	}{
 		{"s3", nil, ""},
-		{"volume", func(b *v1.EtcdBackup) {
-			b.Spec.Destination = v1.BackupStorage{Volume: &v1.VolumeStorage{PersistentVolumeClaimName: "backups", Path: "etcd/prod"}}
+		{"volume", func(b *stewardv1.EtcdBackup) {
+			b.Spec.Destination = stewardv1.BackupStorage{Volume: &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups", Path: "etcd/prod"}}
 		}, ""},
-		{"no destination", func(b *v1.EtcdBackup) { b.Spec.Destination = v1.BackupStorage{} }, "set exactly one of s3 or volume"},
-		{"both destinations", func(b *v1.EtcdBackup) {
-			b.Spec.Destination.Volume = &v1.VolumeStorage{PersistentVolumeClaimName: "backups"}
+		{"no destination", func(b *stewardv1.EtcdBackup) { b.Spec.Destination = stewardv1.BackupStorage{} }, "set exactly one of s3 or volume"},
+		{"both destinations", func(b *stewardv1.EtcdBackup) {
+			b.Spec.Destination.Volume = &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups"}
 		}, "set exactly one of s3 or volume"},
-		{"empty bucket", func(b *v1.EtcdBackup) { b.Spec.Destination.S3.Bucket = "" }, "spec.destination.s3.bucket"},
-		{"endpoint without scheme", func(b *v1.EtcdBackup) { b.Spec.Destination.S3.Endpoint = "minio:9000" }, "spec.destination.s3.endpoint"},
-		{"absolute prefix", func(b *v1.EtcdBackup) { b.Spec.Destination.S3.Prefix = "/x" }, "prefix must not start with '/'"},
-		{"no credentials", func(b *v1.EtcdBackup) { b.Spec.Destination.S3.CredentialsSecretRef.Name = "" }, "credentialsSecretRef.name"},
-		{"volume path escapes", func(b *v1.EtcdBackup) {
-			b.Spec.Destination = v1.BackupStorage{Volume: &v1.VolumeStorage{PersistentVolumeClaimName: "backups", Path: "../x"}}
+		{"empty bucket", func(b *stewardv1.EtcdBackup) { b.Spec.Destination.S3.Bucket = "" }, "spec.destination.s3.bucket"},
+		{"endpoint without scheme", func(b *stewardv1.EtcdBackup) { b.Spec.Destination.S3.Endpoint = "minio:9000" }, "spec.destination.s3.endpoint"},
+		{"absolute prefix", func(b *stewardv1.EtcdBackup) { b.Spec.Destination.S3.Prefix = "/x" }, "prefix must not start with '/'"},
+		{"no credentials", func(b *stewardv1.EtcdBackup) { b.Spec.Destination.S3.CredentialsSecretRef.Name = "" }, "credentialsSecretRef.name"},
+		{"volume path escapes", func(b *stewardv1.EtcdBackup) {
+			b.Spec.Destination = stewardv1.BackupStorage{Volume: &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups", Path: "../x"}}
 		}, "path must be relative"},
-		{"no cluster", func(b *v1.EtcdBackup) { b.Spec.ClusterName = "" }, "spec.clusterName"},
-		{"bad compression", func(b *v1.EtcdBackup) { b.Spec.Compression = "gzip" }, "spec.compression"},
+		{"no cluster", func(b *stewardv1.EtcdBackup) { b.Spec.ClusterName = "" }, "spec.clusterName"},
+		{"bad compression", func(b *stewardv1.EtcdBackup) { b.Spec.Compression = "gzip" }, "spec.compression"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,9 +81,9 @@ func TestBackupSpecImmutable(t *testing.T) {
 
 func TestBackupScheduleValidation(t *testing.T) {
 	nameSeq++
-	s := &v1.EtcdBackupSchedule{
+	s := &stewardv1.EtcdBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", nameSeq), Namespace: "default"},
-		Spec:       v1.EtcdBackupScheduleSpec{Schedule: "@hourly", Template: newBackup(nil).Spec},
+		Spec:       stewardv1.EtcdBackupScheduleSpec{Schedule: "@hourly", Template: newBackup(nil).Spec},
 	}
 	if err := env.Client.Create(ctx(t), s); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestBackupScheduleValidation(t *testing.T) {
 	}
 	bad := s.DeepCopy()
 	bad.ResourceVersion, bad.Name = "", bad.Name+"x"
-	bad.Spec.Template.Destination = v1.BackupStorage{}
+	bad.Spec.Template.Destination = stewardv1.BackupStorage{}
 	expectResult(t, env.Client.Create(ctx(t), bad), "set exactly one of s3 or volume")
 	bad.Spec.Template.Destination = s3Dest()
 	bad.Spec.ConcurrencyPolicy = "Allow"
@@ -101,24 +101,24 @@ func TestBackupScheduleValidation(t *testing.T) {
 }
 
 func TestRestoreValidation(t *testing.T) {
-	restore := func(r *v1.RestoreSpec) func(*v1.EtcdCluster) {
-		return func(ec *v1.EtcdCluster) { ec.Spec.Bootstrap = &v1.BootstrapSpec{Restore: r} }
+	restore := func(r *stewardv1.RestoreSpec) func(*stewardv1.EtcdCluster) {
+		return func(ec *stewardv1.EtcdCluster) { ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: r} }
 	}
-	src := &v1.RestoreSource{BackupStorage: s3Dest(), Key: "ns/demo/b1/snapshot.db.zst"}
+	src := &stewardv1.RestoreSource{BackupStorage: s3Dest(), Key: "ns/demo/b1/snapshot.db.zst"}
 	cases := []struct {
 		name   string
-		mutate func(*v1.EtcdCluster)
+		mutate func(*stewardv1.EtcdCluster)
 		want   string
 	}{
-		{"from backup", restore(&v1.RestoreSpec{BackupName: "b1"}), ""},
-		{"from source", restore(&v1.RestoreSpec{Source: src}), ""},
-		{"neither", restore(&v1.RestoreSpec{}), "set exactly one of backupName or source"},
-		{"both", restore(&v1.RestoreSpec{BackupName: "b1", Source: src}), "set exactly one of backupName or source"},
-		{"source without key", restore(&v1.RestoreSpec{Source: &v1.RestoreSource{BackupStorage: s3Dest()}}), "spec.bootstrap.restore.source.key"},
-		{"source with empty bucket", restore(&v1.RestoreSpec{Source: &v1.RestoreSource{Key: "k",
-			BackupStorage: v1.BackupStorage{S3: &v1.S3Storage{CredentialsSecretRef: v1.S3CredentialsRef{Name: "s3"}}}}}),
+		{"from backup", restore(&stewardv1.RestoreSpec{BackupName: "b1"}), ""},
+		{"from source", restore(&stewardv1.RestoreSpec{Source: src}), ""},
+		{"neither", restore(&stewardv1.RestoreSpec{}), "set exactly one of backupName or source"},
+		{"both", restore(&stewardv1.RestoreSpec{BackupName: "b1", Source: src}), "set exactly one of backupName or source"},
+		{"source without key", restore(&stewardv1.RestoreSpec{Source: &stewardv1.RestoreSource{BackupStorage: s3Dest()}}), "spec.bootstrap.restore.source.key"},
+		{"source with empty bucket", restore(&stewardv1.RestoreSpec{Source: &stewardv1.RestoreSource{Key: "k",
+			BackupStorage: stewardv1.BackupStorage{S3: &stewardv1.S3Storage{CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "s3"}}}}}),
 			"spec.bootstrap.restore.source.s3.bucket"},
-		{"bad sha256", restore(&v1.RestoreSpec{Source: &v1.RestoreSource{BackupStorage: s3Dest(), Key: "k", SHA256: "abc"}}),
+		{"bad sha256", restore(&stewardv1.RestoreSpec{Source: &stewardv1.RestoreSource{BackupStorage: s3Dest(), Key: "k", SHA256: "abc"}}),
 			"spec.bootstrap.restore.source.sha256"},
 	}
 	for _, tc := range cases {
@@ -129,8 +129,8 @@ func TestRestoreValidation(t *testing.T) {
 }
 
 func TestRestoreImmutable(t *testing.T) {
-	ec := newCluster(func(ec *v1.EtcdCluster) {
-		ec.Spec.Bootstrap = &v1.BootstrapSpec{Restore: &v1.RestoreSpec{BackupName: "b1"}}
+	ec := newCluster(func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{BackupName: "b1"}}
 	})
 	if err := env.Client.Create(ctx(t), ec); err != nil {
 		t.Fatal(err)
@@ -149,6 +149,6 @@ func TestRestoreImmutable(t *testing.T) {
 	if err := env.Client.Create(ctx(t), plain); err != nil {
 		t.Fatal(err)
 	}
-	plain.Spec.Bootstrap = &v1.BootstrapSpec{Restore: &v1.RestoreSpec{BackupName: "b1"}}
+	plain.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{BackupName: "b1"}}
 	expectResult(t, env.Client.Update(ctx(t), plain), "spec.bootstrap is immutable")
 }

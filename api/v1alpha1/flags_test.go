@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // The refused-flag lists exist twice: in Go (for the Pod builder) and in the CRD's CEL rules (for
@@ -28,7 +28,7 @@ func TestFlagListsMatchCRD(t *testing.T) {
 		}
 		found = append(found, flags)
 	}
-	for _, want := range [][]string{v1.OwnedFlags, v1.TypedFlags} {
+	for _, want := range [][]string{stewardv1.OwnedFlags, stewardv1.TypedFlags} {
 		ok := slices.ContainsFunc(found, func(got []string) bool {
 			return slices.Equal(sorted(got), sorted(want))
 		})

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/testenv"
 )
 
@@ -48,11 +48,11 @@ func ctx(t *testing.T) context.Context {
 var nameSeq int
 
 // newCluster returns a minimal valid cluster with a unique name, changed by mutate.
-func newCluster(mutate func(*v1.EtcdCluster)) *v1.EtcdCluster {
+func newCluster(mutate func(*stewardv1.EtcdCluster)) *stewardv1.EtcdCluster {
 	nameSeq++
-	ec := &v1.EtcdCluster{
+	ec := &stewardv1.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%d", nameSeq), Namespace: "default"},
-		Spec:       v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{Version: "3.6.16"}},
+		Spec:       stewardv1.EtcdClusterSpec{MemberTemplate: stewardv1.MemberTemplate{Version: "3.6.16"}},
 	}
 	if mutate != nil {
 		mutate(ec)
@@ -87,19 +87,19 @@ func TestDefaults(t *testing.T) {
 	if s.Storage.Size == nil || s.Storage.Size.String() != "4Gi" {
 		t.Errorf("storage.size default = %v, want 4Gi", s.Storage.Size)
 	}
-	if s.UpdateStrategy.Type != v1.RollingUpdate {
+	if s.UpdateStrategy.Type != stewardv1.RollingUpdate {
 		t.Errorf("updateStrategy.type default = %q", s.UpdateStrategy.Type)
 	}
 	if s.ProgressDeadlineSeconds == nil || *s.ProgressDeadlineSeconds != 600 {
 		t.Errorf("progressDeadlineSeconds default = %v", s.ProgressDeadlineSeconds)
 	}
-	if s.Storage.Medium != v1.StorageMediumDefault || s.Storage.RetentionPolicy != "" {
+	if s.Storage.Medium != stewardv1.StorageMediumDefault || s.Storage.RetentionPolicy != "" {
 		t.Errorf("storage defaults = %+v", s.Storage)
 	}
 	tls := s.TLS
 	if tls == nil || tls.Enabled == nil || !*tls.Enabled || tls.ClusterDomain != "cluster.local" ||
 		tls.CertificateDuration.Duration != 2160*time.Hour || tls.CADuration.Duration != 43800*time.Hour ||
-		*tls.RenewBeforePercentage != 33 || tls.DropOldCAAfter == nil || tls.DropOldCAAfter.Duration != 168*time.Hour || tls.Peer.Source != v1.TLSSourceOperator || tls.Client.Source != v1.TLSSourceOperator {
+		*tls.RenewBeforePercentage != 33 || tls.DropOldCAAfter == nil || tls.DropOldCAAfter.Duration != 168*time.Hour || tls.Peer.Source != stewardv1.TLSSourceOperator || tls.Client.Source != stewardv1.TLSSourceOperator {
 		t.Errorf("tls defaults = %+v", tls)
 	}
 	if !ec.TLSEnabled() {
@@ -114,158 +114,164 @@ func TestDefaults(t *testing.T) {
 func TestCreateValidation(t *testing.T) {
 	cases := []struct {
 		name   string
-		mutate func(*v1.EtcdCluster)
+		mutate func(*stewardv1.EtcdCluster)
 		want   string
 	}{
 		{"minimal", nil, ""},
-		{"everything set", func(c *v1.EtcdCluster) {
+		{"everything set", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Replicas = ptr.To[int32](5)
 			c.Spec.Image = "example.com/etcd:custom"
-			c.Spec.Storage = v1.StorageSpec{Size: qty("8Gi"), StorageClassName: ptr.To("fast"), RetentionPolicy: v1.RetentionDelete}
+			c.Spec.Storage = stewardv1.StorageSpec{Size: qty("8Gi"), StorageClassName: ptr.To("fast"), RetentionPolicy: stewardv1.RetentionDelete}
 			c.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 			c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 			c.Spec.PodMetadata.Labels = map[string]string{"team": "a"}
-			c.Spec.Options = v1.EtcdOptions{
+			c.Spec.Options = stewardv1.EtcdOptions{
 				QuotaBackendBytes: qty("4Gi"), AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
 				SnapshotCount: ptr.To[int64](10000), HeartbeatIntervalMillis: ptr.To[int32](200),
 				ElectionTimeoutMillis: ptr.To[int32](2000), MaxRequestBytes: ptr.To[int32](3 << 20),
 				LogLevel: "warn", ExtraArgs: map[string]string{"experimental-compact-hash-check-enabled": "true"},
 			}
-			c.Spec.UpdateStrategy = v1.UpdateStrategy{Type: v1.OnDelete}
-			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
+			c.Spec.UpdateStrategy = stewardv1.UpdateStrategy{Type: stewardv1.OnDelete}
+			c.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
 		}, ""},
-		{"version two parts", func(c *v1.EtcdCluster) { c.Spec.Version = "3.6" }, "spec.version must be X.Y.Z"},
-		{"version with v", func(c *v1.EtcdCluster) { c.Spec.Version = "v3.6.1" }, "spec.version must be X.Y.Z"},
-		{"version missing", func(c *v1.EtcdCluster) { c.Spec.Version = "" }, "spec.version"},
-		{"negative replicas", func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
-		{"dormant PVC cluster", func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](0) }, ""},
-		{"dormant memory cluster", func(c *v1.EtcdCluster) {
+		{"version two parts", func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6" }, "spec.version must be X.Y.Z"},
+		{"version with v", func(c *stewardv1.EtcdCluster) { c.Spec.Version = "v3.6.1" }, "spec.version must be X.Y.Z"},
+		{"version missing", func(c *stewardv1.EtcdCluster) { c.Spec.Version = "" }, "spec.version"},
+		{"negative replicas", func(c *stewardv1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
+		{"dormant PVC cluster", func(c *stewardv1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](0) }, ""},
+		{"dormant memory cluster", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Replicas = ptr.To[int32](0)
-			c.Spec.Storage.Medium = v1.StorageMediumMemory
+			c.Spec.Storage.Medium = stewardv1.StorageMediumMemory
 		}, "spec.replicas: 0 is refused with spec.storage.medium Memory"},
-		{"unknown medium", func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = "Disk" }, "spec.storage.medium: Unsupported value"},
-		{"class with memory", func(c *v1.EtcdCluster) {
-			c.Spec.Storage.Medium = v1.StorageMediumMemory
+		{"unknown medium", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Medium = "Disk" }, "spec.storage.medium: Unsupported value"},
+		{"class with memory", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Storage.Medium = stewardv1.StorageMediumMemory
 			c.Spec.Storage.StorageClassName = ptr.To("fast")
 		}, "storageClassName applies to PVC storage only"},
-		{"zero size", func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("0") }, "spec.storage.size must be a positive quantity"},
-		{"unknown retention", func(c *v1.EtcdCluster) { c.Spec.Storage.RetentionPolicy = "Keep" }, "spec.storage.retentionPolicy: Unsupported value"},
-		{"owned flag", func(c *v1.EtcdCluster) {
+		{"zero size", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Size = qty("0") }, "spec.storage.size must be a positive quantity"},
+		{"unknown retention", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.RetentionPolicy = "Keep" }, "spec.storage.retentionPolicy: Unsupported value"},
+		{"owned flag", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.ExtraArgs = map[string]string{"data-dir": "/tmp", "log-outputs": "stderr"}
 		}, "spec.options.extraArgs cannot set flags Steward owns"},
-		{"TLS flag", func(c *v1.EtcdCluster) {
+		{"TLS flag", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.ExtraArgs = map[string]string{"peer-trusted-ca-file": "/ca"}
 		}, "cannot set flags Steward owns"},
-		{"typed flag", func(c *v1.EtcdCluster) {
+		{"typed flag", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.ExtraArgs = map[string]string{"snapshot-count": "5"}
 		}, "cannot set a flag that has a typed field"},
-		{"dashed flag", func(c *v1.EtcdCluster) {
+		{"dashed flag", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.ExtraArgs = map[string]string{"--log-outputs": "stderr"}
 		}, "extraArgs keys must be etcd flag names without leading dashes"},
-		{"upper-case flag", func(c *v1.EtcdCluster) {
+		{"upper-case flag", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.ExtraArgs = map[string]string{"Log-Outputs": "stderr"}
 		}, "extraArgs keys must be etcd flag names"},
-		{"bad update strategy", func(c *v1.EtcdCluster) { c.Spec.UpdateStrategy.Type = "Recreate" }, "spec.updateStrategy.type: Unsupported value"},
-		{"PDB above replicas", func(c *v1.EtcdCluster) {
-			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](4)}
+		{"bad update strategy", func(c *stewardv1.EtcdCluster) { c.Spec.UpdateStrategy.Type = "Recreate" }, "spec.updateStrategy.type: Unsupported value"},
+		{"PDB above replicas", func(c *stewardv1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](4)}
 		}, "spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"},
-		{"PDB disabled with minAvailable", func(c *v1.EtcdCluster) {
-			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{Enabled: ptr.To(false), MinAvailable: ptr.To[int32](1)}
+		{"PDB disabled with minAvailable", func(c *stewardv1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(false), MinAvailable: ptr.To[int32](1)}
 		}, "minAvailable needs the budget enabled"},
-		{"PDB disabled", func(c *v1.EtcdCluster) {
-			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}
+		{"PDB disabled", func(c *stewardv1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}
 		}, ""},
-		{"election below 5 heartbeats", func(c *v1.EtcdCluster) {
+		{"election below 5 heartbeats", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.HeartbeatIntervalMillis = ptr.To[int32](300)
 		}, "electionTimeoutMillis must be at least 5 times"},
-		{"retention without mode", func(c *v1.EtcdCluster) { c.Spec.Options.AutoCompactionRetention = "1h" }, "needs spec.options.autoCompactionMode"},
-		{"malformed retention", func(c *v1.EtcdCluster) {
+		{"retention without mode", func(c *stewardv1.EtcdCluster) { c.Spec.Options.AutoCompactionRetention = "1h" }, "needs spec.options.autoCompactionMode"},
+		{"malformed retention", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.AutoCompactionMode = "periodic"
 			c.Spec.Options.AutoCompactionRetention = "an hour"
 		}, "spec.options.autoCompactionRetention"},
-		{"revision retention", func(c *v1.EtcdCluster) {
+		{"revision retention", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Options.AutoCompactionMode = "revision"
 			c.Spec.Options.AutoCompactionRetention = "1000"
 		}, ""},
-		{"short progress deadline", func(c *v1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) }, "spec.progressDeadlineSeconds"},
-		{"plaintext", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Enabled: ptr.To(false)} }, ""},
-		{"short leaves", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("2m")} }, ""},
-		{"leaves under a minute", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("30s")} },
+		{"short progress deadline", func(c *stewardv1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) }, "spec.progressDeadlineSeconds"},
+		{"plaintext", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)} }, ""},
+		{"short leaves", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("2m")} }, ""},
+		{"leaves under a minute", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("30s")} },
 			"spec.tls.certificateDuration must be at least 1m"},
-		{"CA shorter than two leaves", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("10h"), CADuration: dur("15h")}
+		{"CA shorter than two leaves", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("10h"), CADuration: dur("15h")}
 		}, "spec.tls.caDuration must be at least twice"},
-		{"drop grace under the application wait", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{DropOldCAAfter: dur("60s")} },
+		{"drop grace under the application wait", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{DropOldCAAfter: dur("60s")} },
 			"spec.tls.dropOldCAAfter must be at least 90s"},
 		// 1000h × 33 % = 330h of CA life left at the rotation, less than twice the default week.
-		{"drop grace does not fit the CA's renewal window", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("100h"), CADuration: dur("1000h")}
+		{"drop grace does not fit the CA's renewal window", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("100h"), CADuration: dur("1000h")}
 		},
 			"must be at least twice spec.tls.dropOldCAAfter"},
-		{"drop grace fits", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("100h"), CADuration: dur("1100h")}
+		{"drop grace fits", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("100h"), CADuration: dur("1100h")}
 		}, ""},
-		{"short CA with a short drop grace", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("2h"), CADuration: dur("10h"), DropOldCAAfter: dur("90s"), ApproveDropOldCA: "0123456789ab"}
+		{"short CA with a short drop grace", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("2h"), CADuration: dur("10h"), DropOldCAAfter: dur("90s"), ApproveDropOldCA: "0123456789ab"}
 		}, ""},
-		{"the CA rule leaves user Secrets alone", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{CertificateDuration: dur("2h"), CADuration: dur("10h"), Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
-				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
+		{"the CA rule leaves user Secrets alone", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("2h"), CADuration: dur("10h"), Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"},
+				Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "y"}}
 		}, ""},
-		{"approval too long", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{ApproveDropOldCA: strings.Repeat("a", 65)} },
+		{"approval too long", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{ApproveDropOldCA: strings.Repeat("a", 65)}
+		},
 			"spec.tls.approveDropOldCA"},
-		{"renew percentage out of range", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{RenewBeforePercentage: ptr.To[int32](95)} },
+		{"renew percentage out of range", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{RenewBeforePercentage: ptr.To[int32](95)}
+		},
 			"spec.tls.renewBeforePercentage"},
-		{"Secret source without name", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceSecret}}
+		{"Secret source without name", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret}}
 		}, "secretName is required with source Secret"},
-		{"name without Secret source", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{SecretName: "x"}}
+		{"name without Secret source", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Client: stewardv1.TLSPlane{SecretName: "x"}}
 		}, "secretName is only used with source Secret"},
-		{"mixed sources", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"}}
+		{"mixed sources", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"}}
 		}, "must be the same"},
-		{"user Secrets", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
-				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
+		{"user Secrets", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"},
+				Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "y"}}
 		}, ""},
-		{"rotateCA with user Secrets", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{RotateCA: "now", Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"},
-				Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "y"}}
+		{"rotateCA with user Secrets", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{RotateCA: "now", Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"},
+				Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "y"}}
 		}, "spec.tls.rotateCA rotates the CA Steward runs"},
-		{"cert-manager", func(c *v1.EtcdCluster) {
-			ref := &v1.IssuerRef{Name: "ca"}
-			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref},
-				Client: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref}}
+		{"cert-manager", func(c *stewardv1.EtcdCluster) {
+			ref := &stewardv1.IssuerRef{Name: "ca"}
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: ref},
+				Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: ref}}
 		}, ""},
-		{"cert-manager without issuer", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager}, Client: v1.TLSPlane{Source: v1.TLSSourceCertManager}}
+		{"cert-manager without issuer", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager}, Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager}}
 		}, "issuerRef is required with source CertManager"},
-		{"issuer without cert-manager", func(c *v1.EtcdCluster) {
-			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{IssuerRef: &v1.IssuerRef{Name: "ca"}}}
+		{"issuer without cert-manager", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{IssuerRef: &stewardv1.IssuerRef{Name: "ca"}}}
 		}, "issuerRef is only used with source CertManager"},
-		{"unknown issuer kind", func(c *v1.EtcdCluster) {
-			ref := &v1.IssuerRef{Name: "ca", Kind: "Vault"}
-			c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref},
-				Client: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: ref}}
+		{"unknown issuer kind", func(c *stewardv1.EtcdCluster) {
+			ref := &stewardv1.IssuerRef{Name: "ca", Kind: "Vault"}
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: ref},
+				Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: ref}}
 		}, "spec.tls.peer.issuerRef.kind: Unsupported value"},
-		{"unknown source", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Peer: v1.TLSPlane{Source: "Vault"}} },
+		{"unknown source", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: "Vault"}}
+		},
 			"spec.tls.peer.source: Unsupported value"},
-		{"defragmentation settings", func(c *v1.EtcdCluster) {
-			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{
+		{"defragmentation settings", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{
 				Schedule: "0 3 * * 0", FragmentationPercent: ptr.To[int32](30), MinDBSize: qty("1Gi")}}
 		}, ""},
-		{"defragmentation every 12 hours", func(c *v1.EtcdCluster) {
-			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{Schedule: "@every 12h"}}
+		{"defragmentation every 12 hours", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Schedule: "@every 12h"}}
 		}, ""},
-		{"defragmentation schedule with 3 fields", func(c *v1.EtcdCluster) {
-			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{Schedule: "0 3 *"}}
+		{"defragmentation schedule with 3 fields", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Schedule: "0 3 *"}}
 		}, "spec.maintenance.defragmentation.schedule must be a 5-field cron expression"},
-		{"defragmentation unknown descriptor", func(c *v1.EtcdCluster) {
-			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{Schedule: "@fortnightly"}}
+		{"defragmentation unknown descriptor", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{Schedule: "@fortnightly"}}
 		}, "spec.maintenance.defragmentation.schedule must be"},
-		{"fragmentation above 100%", func(c *v1.EtcdCluster) {
-			c.Spec.Maintenance = &v1.MaintenanceSpec{Defragmentation: v1.DefragmentationSpec{FragmentationPercent: ptr.To[int32](120)}}
+		{"fragmentation above 100%", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{FragmentationPercent: ptr.To[int32](120)}}
 		}, "spec.maintenance.defragmentation.fragmentationPercent"},
 	}
 	for _, tc := range cases {
@@ -278,50 +284,50 @@ func TestCreateValidation(t *testing.T) {
 func TestUpdateValidation(t *testing.T) {
 	cases := []struct {
 		name   string
-		create func(*v1.EtcdCluster)
-		update func(*v1.EtcdCluster)
+		create func(*stewardv1.EtcdCluster)
+		update func(*stewardv1.EtcdCluster)
 		want   string
 	}{
-		{"medium PVC to Memory", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = v1.StorageMediumMemory }, "spec.storage.medium is locked"},
-		{"medium Memory to PVC", func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = v1.StorageMediumMemory },
-			func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = "" }, "spec.storage.medium is locked"},
-		{"class changed", func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") },
-			func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("b") }, "spec.storage.storageClassName is locked"},
-		{"class added", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") }, "spec.storage.storageClassName is locked"},
-		{"class removed", func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") },
-			func(c *v1.EtcdCluster) { c.Spec.Storage.StorageClassName = nil }, "spec.storage.storageClassName is locked"},
-		{"size shrinks", func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("8Gi") },
-			func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("6Gi") }, "spec.storage.size may only grow"},
-		{"size grows", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("10Gi") }, ""},
-		{"size same in other units", func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("1Gi") },
-			func(c *v1.EtcdCluster) { c.Spec.Storage.Size = qty("1024Mi") }, ""},
-		{"retention changes", nil, func(c *v1.EtcdCluster) { c.Spec.Storage.RetentionPolicy = v1.RetentionDelete }, ""},
-		{"resources change", nil, func(c *v1.EtcdCluster) {
+		{"medium PVC to Memory", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Medium = stewardv1.StorageMediumMemory }, "spec.storage.medium is locked"},
+		{"medium Memory to PVC", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Medium = stewardv1.StorageMediumMemory },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Medium = "" }, "spec.storage.medium is locked"},
+		{"class changed", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("b") }, "spec.storage.storageClassName is locked"},
+		{"class added", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") }, "spec.storage.storageClassName is locked"},
+		{"class removed", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.StorageClassName = ptr.To("a") },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Storage.StorageClassName = nil }, "spec.storage.storageClassName is locked"},
+		{"size shrinks", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Size = qty("8Gi") },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Size = qty("6Gi") }, "spec.storage.size may only grow"},
+		{"size grows", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Size = qty("10Gi") }, ""},
+		{"size same in other units", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Size = qty("1Gi") },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Size = qty("1024Mi") }, ""},
+		{"retention changes", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Storage.RetentionPolicy = stewardv1.RetentionDelete }, ""},
+		{"resources change", nil, func(c *stewardv1.EtcdCluster) {
 			c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 		}, ""},
-		{"memory cluster to zero", func(c *v1.EtcdCluster) { c.Spec.Storage.Medium = v1.StorageMediumMemory },
-			func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas: 0 is refused"},
-		{"scale below PDB", func(c *v1.EtcdCluster) {
-			c.Spec.PodDisruptionBudget = &v1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
-		}, func(c *v1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](1) }, "minAvailable cannot exceed spec.replicas"},
-		{"patch up", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.6.17" }, ""},
-		{"patch down", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.6.2" }, ""},
-		{"one minor up", func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" },
-			func(c *v1.EtcdCluster) { c.Spec.Version = "3.6.16" }, ""},
-		{"skipped minor", func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" },
-			func(c *v1.EtcdCluster) { c.Spec.Version = "3.7.3" }, "spec.version: 3.5.21 -> 3.7.3 is refused"},
-		{"minor downgrade", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "3.5.21" }, "spec.version: 3.6.16 -> 3.5.21 is refused"},
-		{"major change", nil, func(c *v1.EtcdCluster) { c.Spec.Version = "4.0.0" }, "etcd upgrades one minor version at a time"},
-		{"TLS turned off", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(false) }, "spec.tls.enabled is fixed at creation"},
-		{"TLS turned on", func(c *v1.EtcdCluster) { c.Spec.TLS = &v1.TLSSpec{Enabled: ptr.To(false)} },
-			func(c *v1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(true) }, "spec.tls.enabled is fixed at creation"},
-		{"cluster domain changed", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.ClusterDomain = "example.org" }, "spec.tls.clusterDomain is fixed"},
-		{"CA rotation requested", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.RotateCA = "2026-11-29" }, ""},
-		{"source changed", nil, func(c *v1.EtcdCluster) {
-			c.Spec.TLS.Client = v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"}
-			c.Spec.TLS.Peer = v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "x"}
+		{"memory cluster to zero", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Medium = stewardv1.StorageMediumMemory },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas: 0 is refused"},
+		{"scale below PDB", func(c *stewardv1.EtcdCluster) {
+			c.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
+		}, func(c *stewardv1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](1) }, "minAvailable cannot exceed spec.replicas"},
+		{"patch up", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6.17" }, ""},
+		{"patch down", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6.2" }, ""},
+		{"one minor up", func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.5.21" },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6.16" }, ""},
+		{"skipped minor", func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.5.21" },
+			func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.7.3" }, "spec.version: 3.5.21 -> 3.7.3 is refused"},
+		{"minor downgrade", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.5.21" }, "spec.version: 3.6.16 -> 3.5.21 is refused"},
+		{"major change", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Version = "4.0.0" }, "etcd upgrades one minor version at a time"},
+		{"TLS turned off", nil, func(c *stewardv1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(false) }, "spec.tls.enabled is fixed at creation"},
+		{"TLS turned on", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)} },
+			func(c *stewardv1.EtcdCluster) { c.Spec.TLS.Enabled = ptr.To(true) }, "spec.tls.enabled is fixed at creation"},
+		{"cluster domain changed", nil, func(c *stewardv1.EtcdCluster) { c.Spec.TLS.ClusterDomain = "example.org" }, "spec.tls.clusterDomain is fixed"},
+		{"CA rotation requested", nil, func(c *stewardv1.EtcdCluster) { c.Spec.TLS.RotateCA = "2026-11-29" }, ""},
+		{"source changed", nil, func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS.Client = stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"}
+			c.Spec.TLS.Peer = stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"}
 		}, "the TLS source is fixed at creation"},
-		{"leaf lifetime changed", nil, func(c *v1.EtcdCluster) { c.Spec.TLS.CertificateDuration = dur("24h") }, ""},
+		{"leaf lifetime changed", nil, func(c *stewardv1.EtcdCluster) { c.Spec.TLS.CertificateDuration = dur("24h") }, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,7 +366,7 @@ func TestScaleSubresource(t *testing.T) {
 	if err := env.Client.SubResource("scale").Update(ctx(t), ec, client.WithSubResourceBody(scale)); err != nil {
 		t.Fatalf("update scale: %v", err)
 	}
-	ec = &v1.EtcdCluster{}
+	ec = &stewardv1.EtcdCluster{}
 	if err := env.Client.Get(ctx(t), key, ec); err != nil {
 		t.Fatal(err)
 	}
@@ -370,10 +376,10 @@ func TestScaleSubresource(t *testing.T) {
 }
 
 func TestMemberValidation(t *testing.T) {
-	m := &v1.EtcdMember{
+	m := &stewardv1.EtcdMember{
 		ObjectMeta: metav1.ObjectMeta{Name: "m-0", Namespace: "default"},
-		Spec: v1.EtcdMemberSpec{ClusterName: "m", Ordinal: 0,
-			Template: v1.MemberTemplate{Version: "3.6.16"}},
+		Spec: stewardv1.EtcdMemberSpec{ClusterName: "m", Ordinal: 0,
+			Template: stewardv1.MemberTemplate{Version: "3.6.16"}},
 	}
 	if err := env.Client.Create(ctx(t), m); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/resources"
 )
@@ -54,24 +54,24 @@ func (r *BackupReconciler) now() time.Time {
 
 // Reconcile moves one backup one step.
 func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var b v1.EtcdBackup
+	var b stewardv1.EtcdBackup
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.DeletionTimestamp != nil {
 		return r.finalize(ctx, &b)
 	}
-	if !controllerutil.ContainsFinalizer(&b, v1.FinalizerBackup) {
+	if !controllerutil.ContainsFinalizer(&b, stewardv1.FinalizerBackup) {
 		base := b.DeepCopy()
-		controllerutil.AddFinalizer(&b, v1.FinalizerBackup)
+		controllerutil.AddFinalizer(&b, stewardv1.FinalizerBackup)
 		if err := r.Client.Patch(ctx, &b, client.MergeFrom(base)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	switch b.Status.Phase {
-	case "", v1.BackupPending:
+	case "", stewardv1.BackupPending:
 		return r.start(ctx, &b)
-	case v1.BackupRunning:
+	case stewardv1.BackupRunning:
 		return r.follow(ctx, &b)
 	}
 	if b.Status.ClusterUID == "" {
@@ -79,7 +79,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, err
 		}
 	}
-	if b.Status.Phase == v1.BackupSucceeded && b.Spec.Verify && (b.Status.Verification == nil || b.Status.Verification.Time == nil) {
+	if b.Status.Phase == stewardv1.BackupSucceeded && b.Spec.Verify && (b.Status.Verification == nil || b.Status.Verification.Time == nil) {
 		return r.verify(ctx, &b)
 	}
 	return ctrl.Result{}, nil
@@ -87,8 +87,8 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // start checks the cluster can be backed up now and creates the Job. The Job is created before
 // Running is recorded: its name is fixed, so a crash in between finds it again.
-func (r *BackupReconciler) start(ctx context.Context, b *v1.EtcdBackup) (ctrl.Result, error) {
-	var ec v1.EtcdCluster
+func (r *BackupReconciler) start(ctx context.Context, b *stewardv1.EtcdBackup) (ctrl.Result, error) {
+	var ec stewardv1.EtcdCluster
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &ec)
 	if apierrors.IsNotFound(err) {
 		return r.fail(ctx, b, "EtcdCluster %q does not exist in namespace %q", b.Spec.ClusterName, b.Namespace)
@@ -135,7 +135,7 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1.EtcdBackup) (ctrl.Re
 	}
 	base := b.DeepCopy()
 	now := metav1.NewTime(r.now())
-	b.Status.Phase, b.Status.StartTime, b.Status.Member = v1.BackupRunning, &now, member
+	b.Status.Phase, b.Status.StartTime, b.Status.Member = stewardv1.BackupRunning, &now, member
 	b.Status.Key, b.Status.Location = key, backupjob.Location(b.Spec.Destination, key)
 	b.Status.Compression = b.Spec.Compression
 	b.Status.Message = "streaming a snapshot from " + member
@@ -144,7 +144,7 @@ func (r *BackupReconciler) start(ctx context.Context, b *v1.EtcdBackup) (ctrl.Re
 }
 
 // follow waits for the Job and records its result.
-func (r *BackupReconciler) follow(ctx context.Context, b *v1.EtcdBackup) (ctrl.Result, error) {
+func (r *BackupReconciler) follow(ctx context.Context, b *stewardv1.EtcdBackup) (ctrl.Result, error) {
 	out, err := r.jobOutcome(ctx, b.Namespace, backupjob.JobName(b.Name, backupjob.TaskSave))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -164,52 +164,52 @@ func (r *BackupReconciler) follow(ctx context.Context, b *v1.EtcdBackup) (ctrl.R
 	base := b.DeepCopy()
 	now := metav1.NewTime(r.now())
 	res.fill(&b.Status)
-	b.Status.Phase, b.Status.CompletionTime = v1.BackupSucceeded, &now
+	b.Status.Phase, b.Status.CompletionTime = stewardv1.BackupSucceeded, &now
 	b.Status.Message = fmt.Sprintf("snapshot at revision %d, %d bytes", b.Status.Revision, b.Status.Size)
 	r.event(b, corev1.EventTypeNormal, "BackupSucceeded", "%s: revision %d, %d bytes, sha256 %s",
 		b.Status.Location, b.Status.Revision, b.Status.Size, b.Status.SHA256)
 	return ctrl.Result{}, r.Client.Status().Patch(ctx, b, client.MergeFrom(base))
 }
 
-func (r *BackupReconciler) pending(ctx context.Context, b *v1.EtcdBackup, format string, args ...any) (ctrl.Result, error) {
+func (r *BackupReconciler) pending(ctx context.Context, b *stewardv1.EtcdBackup, format string, args ...any) (ctrl.Result, error) {
 	base := b.DeepCopy()
-	b.Status.Phase, b.Status.Message = v1.BackupPending, fmt.Sprintf(format, args...)
+	b.Status.Phase, b.Status.Message = stewardv1.BackupPending, fmt.Sprintf(format, args...)
 	return ctrl.Result{RequeueAfter: poll}, r.Client.Status().Patch(ctx, b, client.MergeFrom(base))
 }
 
 // fail ends the backup. Failed is final: a schedule's next run (or a new EtcdBackup) retries.
-func (r *BackupReconciler) fail(ctx context.Context, b *v1.EtcdBackup, format string, args ...any) (ctrl.Result, error) {
+func (r *BackupReconciler) fail(ctx context.Context, b *stewardv1.EtcdBackup, format string, args ...any) (ctrl.Result, error) {
 	base := b.DeepCopy()
 	now := metav1.NewTime(r.now())
-	b.Status.Phase, b.Status.CompletionTime = v1.BackupFailed, &now
+	b.Status.Phase, b.Status.CompletionTime = stewardv1.BackupFailed, &now
 	b.Status.Message = fmt.Sprintf(format, args...)
 	r.event(b, corev1.EventTypeWarning, "BackupFailed", "%s", b.Status.Message)
 	return ctrl.Result{}, r.Client.Status().Patch(ctx, b, client.MergeFrom(base))
 }
 
 // running names another backup of the same cluster that is in flight.
-func (r *BackupReconciler) running(ctx context.Context, b *v1.EtcdBackup) (string, error) {
-	var list v1.EtcdBackupList
+func (r *BackupReconciler) running(ctx context.Context, b *stewardv1.EtcdBackup) (string, error) {
+	var list stewardv1.EtcdBackupList
 	if err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
 		return "", err
 	}
 	for _, o := range list.Items {
-		if o.Name != b.Name && o.Spec.ClusterName == b.Spec.ClusterName && o.Status.Phase == v1.BackupRunning {
+		if o.Name != b.Name && o.Spec.ClusterName == b.Spec.ClusterName && o.Status.Phase == stewardv1.BackupRunning {
 			return o.Name, nil
 		}
 	}
 	return "", nil
 }
 
-func (r *BackupReconciler) jobBase(b *v1.EtcdBackup, image, key string) backupjob.Job {
+func (r *BackupReconciler) jobBase(b *stewardv1.EtcdBackup, image, key string) backupjob.Job {
 	return backupjob.Job{
 		Name: backupjob.JobName(b.Name, backupjob.TaskSave), Namespace: b.Namespace, Backup: b.Name,
 		Cluster: b.Spec.ClusterName, Image: image, Storage: b.Spec.Destination, Key: key,
-		Owner: metav1.NewControllerRef(b, v1.GroupVersion.WithKind("EtcdBackup")),
+		Owner: metav1.NewControllerRef(b, stewardv1.GroupVersion.WithKind("EtcdBackup")),
 	}
 }
 
-func (r *BackupReconciler) event(b *v1.EtcdBackup, kind, reason, format string, args ...any) {
+func (r *BackupReconciler) event(b *stewardv1.EtcdBackup, kind, reason, format string, args ...any) {
 	if r.Recorder != nil {
 		r.Recorder.Eventf(b, nil, kind, reason, reason, format, args...)
 	}
@@ -218,7 +218,7 @@ func (r *BackupReconciler) event(b *v1.EtcdBackup, kind, reason, format string, 
 // SetupWithManager registers the reconciler; it owns its Jobs.
 func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.EtcdBackup{}).
+		For(&stewardv1.EtcdBackup{}).
 		Owns(&batchv1.Job{}).
 		Named("etcdbackup").
 		Complete(r)

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/resources"
 )
@@ -19,12 +19,12 @@ import (
 // finalize deletes the backup's objects when it should, then lets the EtcdBackup go. A delete
 // that keeps failing is reported and given up: the object stays, the EtcdBackup does not block
 // its namespace forever.
-func (r *BackupReconciler) finalize(ctx context.Context, b *v1.EtcdBackup) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(b, v1.FinalizerBackup) {
+func (r *BackupReconciler) finalize(ctx context.Context, b *stewardv1.EtcdBackup) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(b, stewardv1.FinalizerBackup) {
 		return ctrl.Result{}, nil
 	}
-	deleteObject := b.Spec.DeletionPolicy == v1.DeletionDelete || b.Annotations[v1.AnnotationPruned] == "true"
-	if deleteObject && b.Status.Key != "" && b.Status.Phase == v1.BackupSucceeded {
+	deleteObject := b.Spec.DeletionPolicy == stewardv1.DeletionDelete || b.Annotations[stewardv1.AnnotationPruned] == "true"
+	if deleteObject && b.Status.Key != "" && b.Status.Phase == stewardv1.BackupSucceeded {
 		image, err := r.Image(ctx)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -50,12 +50,12 @@ func (r *BackupReconciler) finalize(ctx context.Context, b *v1.EtcdBackup) (ctrl
 		}
 	}
 	base := b.DeepCopy()
-	controllerutil.RemoveFinalizer(b, v1.FinalizerBackup)
+	controllerutil.RemoveFinalizer(b, stewardv1.FinalizerBackup)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFrom(base)))
 }
 
 // verify runs the restore drill once for a Succeeded backup and records its result.
-func (r *BackupReconciler) verify(ctx context.Context, b *v1.EtcdBackup) (ctrl.Result, error) {
+func (r *BackupReconciler) verify(ctx context.Context, b *stewardv1.EtcdBackup) (ctrl.Result, error) {
 	name := backupjob.JobName(b.Name, backupjob.TaskVerify)
 	out, err := r.jobOutcome(ctx, b.Namespace, name)
 	if err != nil {
@@ -79,7 +79,7 @@ func (r *BackupReconciler) verify(ctx context.Context, b *v1.EtcdBackup) (ctrl.R
 	}
 	base := b.DeepCopy()
 	now := metav1.NewTime(r.now())
-	v := &v1.BackupVerification{Time: &now}
+	v := &stewardv1.BackupVerification{Time: &now}
 	if out.failed != "" {
 		v.Message = out.failed
 	} else if res, err := parseResult(out.message); err != nil {
@@ -100,8 +100,8 @@ func (r *BackupReconciler) verify(ctx context.Context, b *v1.EtcdBackup) (ctrl.R
 // etcdImage is the image the drill restores with: the cluster's own (etcdutl of the version the
 // cluster runs), or the backup's version from the default repository once the cluster is gone (or
 // is a successor of the same name, which may run another version).
-func (r *BackupReconciler) etcdImage(ctx context.Context, b *v1.EtcdBackup) string {
-	var ec v1.EtcdCluster
+func (r *BackupReconciler) etcdImage(ctx context.Context, b *stewardv1.EtcdBackup) string {
+	var ec stewardv1.EtcdCluster
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &ec)
 	if err == nil && (b.Status.ClusterUID == "" || b.Status.ClusterUID == ec.UID) {
 		t := ec.Spec.MemberTemplate
@@ -110,5 +110,5 @@ func (r *BackupReconciler) etcdImage(ctx context.Context, b *v1.EtcdBackup) stri
 		}
 		return resources.Image(&t, r.EtcdImageRepository)
 	}
-	return resources.Image(&v1.MemberTemplate{Version: b.Status.EtcdVersion}, r.EtcdImageRepository)
+	return resources.Image(&stewardv1.MemberTemplate{Version: b.Status.EtcdVersion}, r.EtcdImageRepository)
 }

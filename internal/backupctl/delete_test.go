@@ -20,7 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupctl"
 	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/testenv"
@@ -94,23 +94,23 @@ func setup(t *testing.T) *fixture {
 	return &fixture{t: t, ctx: ctx, ns: ns.Name, events: ev, br: br}
 }
 
-func storage() v1.BackupStorage {
-	return v1.BackupStorage{S3: &v1.S3Storage{Bucket: "backups", Endpoint: "http://s3.local:7070",
-		CredentialsSecretRef: v1.S3CredentialsRef{Name: "s3"}}}
+func storage() stewardv1.BackupStorage {
+	return stewardv1.BackupStorage{S3: &stewardv1.S3Storage{Bucket: "backups", Endpoint: "http://s3.local:7070",
+		CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "s3"}}}
 }
 
 // succeeded creates a backup that finished (with the finalizer the reconciler adds first) at done.
-func (f *fixture) succeeded(name string, policy v1.BackupDeletionPolicy, labels map[string]string, done time.Time) *v1.EtcdBackup {
+func (f *fixture) succeeded(name string, policy stewardv1.BackupDeletionPolicy, labels map[string]string, done time.Time) *stewardv1.EtcdBackup {
 	f.t.Helper()
-	b := &v1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels, Finalizers: []string{v1.FinalizerBackup}},
-		Spec: v1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), DeletionPolicy: policy}}
+	b := &stewardv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels, Finalizers: []string{stewardv1.FinalizerBackup}},
+		Spec: stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), DeletionPolicy: policy}}
 	if err := env.Client.Create(f.ctx, b); err != nil {
 		f.t.Fatal(err)
 	}
-	key := backupjob.SnapshotKey(b.Spec.Destination, f.ns, "db", name, v1.CompressionZstd)
+	key := backupjob.SnapshotKey(b.Spec.Destination, f.ns, "db", name, stewardv1.CompressionZstd)
 	at := metav1.NewTime(done)
-	b.Status = v1.EtcdBackupStatus{Phase: v1.BackupSucceeded, ClusterUID: "uid-db", Key: key, Location: backupjob.Location(b.Spec.Destination, key),
-		StartTime: &at, CompletionTime: &at, Revision: 42, Size: 4096, SHA256: "ab12", Compression: v1.CompressionZstd}
+	b.Status = stewardv1.EtcdBackupStatus{Phase: stewardv1.BackupSucceeded, ClusterUID: "uid-db", Key: key, Location: backupjob.Location(b.Spec.Destination, key),
+		StartTime: &at, CompletionTime: &at, Revision: 42, Size: 4096, SHA256: "ab12", Compression: stewardv1.CompressionZstd}
 	if err := env.Client.Status().Update(f.ctx, b); err != nil {
 		f.t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func (f *fixture) mustReconcile(name string) ctrl.Result {
 
 func (f *fixture) delete(name string) {
 	f.t.Helper()
-	b := &v1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
+	b := &stewardv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
 	if err := env.Client.Delete(f.ctx, b); err != nil {
 		f.t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func (f *fixture) delete(name string) {
 // gone says whether the EtcdBackup no longer exists.
 func (f *fixture) gone(name string) bool {
 	f.t.Helper()
-	err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &v1.EtcdBackup{})
+	err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &stewardv1.EtcdBackup{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		f.t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func (f *fixture) pod(j *batchv1.Job, state corev1.ContainerState) {
 }
 
 // deleteJobStarted reconciles a deleted backup until its delete Job exists and checks the Job.
-func (f *fixture) deleteJobStarted(b *v1.EtcdBackup) *batchv1.Job {
+func (f *fixture) deleteJobStarted(b *stewardv1.EtcdBackup) *batchv1.Job {
 	f.t.Helper()
 	if res := f.mustReconcile(b.Name); res.RequeueAfter == 0 {
 		f.t.Error("no requeue after creating the delete Job")
@@ -219,7 +219,7 @@ func (f *fixture) deleteJobStarted(b *v1.EtcdBackup) *batchv1.Job {
 	}
 	args := strings.Join(j.Spec.Template.Spec.Containers[0].Args, " ")
 	if !strings.Contains(args, "delete") || !strings.Contains(args, backupjob.BackupKey(b.Status.Key)) ||
-		j.Labels[v1.LabelBackupTask] != backupjob.TaskDelete || j.Spec.Template.Spec.Containers[0].Image != "steward:test" {
+		j.Labels[stewardv1.LabelBackupTask] != backupjob.TaskDelete || j.Spec.Template.Spec.Containers[0].Image != "steward:test" {
 		f.t.Errorf("delete Job labels %v, image %s, args %s", j.Labels, j.Spec.Template.Spec.Containers[0].Image, args)
 	}
 	if !slices.ContainsFunc(j.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Name == b.Name && o.Kind == "EtcdBackup" }) {
@@ -237,7 +237,7 @@ func (f *fixture) deleteJobStarted(b *v1.EtcdBackup) *batchv1.Job {
 func TestFinalizeFollowsDeletionPolicy(t *testing.T) {
 	t.Run("Delete", func(t *testing.T) {
 		f := setup(t)
-		b := f.succeeded("b", v1.DeletionDelete, nil, time.Now())
+		b := f.succeeded("b", stewardv1.DeletionDelete, nil, time.Now())
 		f.delete(b.Name)
 		j := f.deleteJobStarted(b)
 		f.finish(j, true, `{"key":"x"}`)
@@ -255,7 +255,7 @@ func TestFinalizeFollowsDeletionPolicy(t *testing.T) {
 	})
 	t.Run("Retain", func(t *testing.T) {
 		f := setup(t)
-		b := f.succeeded("b", v1.DeletionRetain, nil, time.Now())
+		b := f.succeeded("b", stewardv1.DeletionRetain, nil, time.Now())
 		f.delete(b.Name)
 		if res := f.mustReconcile(b.Name); res.RequeueAfter != 0 {
 			t.Errorf("requeue %v", res.RequeueAfter)
@@ -270,14 +270,14 @@ func TestFinalizeFollowsDeletionPolicy(t *testing.T) {
 	// Only a Succeeded backup with a key has an object to delete.
 	for _, tc := range []struct {
 		name string
-		edit func(s *v1.EtcdBackupStatus)
+		edit func(s *stewardv1.EtcdBackupStatus)
 	}{
-		{"Delete, but the backup failed", func(s *v1.EtcdBackupStatus) { s.Phase = v1.BackupFailed }},
-		{"Delete, but no key was recorded", func(s *v1.EtcdBackupStatus) { s.Key = "" }},
+		{"Delete, but the backup failed", func(s *stewardv1.EtcdBackupStatus) { s.Phase = stewardv1.BackupFailed }},
+		{"Delete, but no key was recorded", func(s *stewardv1.EtcdBackupStatus) { s.Key = "" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := setup(t)
-			b := f.succeeded("b", v1.DeletionDelete, nil, time.Now())
+			b := f.succeeded("b", stewardv1.DeletionDelete, nil, time.Now())
 			tc.edit(&b.Status)
 			if err := env.Client.Status().Update(f.ctx, b); err != nil {
 				t.Fatal(err)
@@ -293,7 +293,7 @@ func TestFinalizeFollowsDeletionPolicy(t *testing.T) {
 	t.Run("Delete, no image", func(t *testing.T) {
 		f := setup(t)
 		f.br.Image = func(context.Context) (string, error) { return "", errors.New("no operator Pod") }
-		b := f.succeeded("b", v1.DeletionDelete, nil, time.Now())
+		b := f.succeeded("b", stewardv1.DeletionDelete, nil, time.Now())
 		f.delete(b.Name)
 		if _, err := f.reconcile(b.Name); err == nil || f.gone(b.Name) {
 			t.Errorf("reconcile err %v, gone %v", err, f.gone(b.Name))
@@ -306,7 +306,7 @@ func TestFinalizeFollowsDeletionPolicy(t *testing.T) {
 func TestFinalizeGivesUpOnAFailedDeleteJob(t *testing.T) {
 	t.Run("the Job failed", func(t *testing.T) {
 		f := setup(t)
-		b := f.succeeded("b", v1.DeletionDelete, nil, time.Now())
+		b := f.succeeded("b", stewardv1.DeletionDelete, nil, time.Now())
 		f.delete(b.Name)
 		j := f.deleteJobStarted(b)
 		f.finish(j, false, "progress\n"+`{"error":"AccessDenied: the credentials may not delete"}`)
@@ -325,7 +325,7 @@ func TestFinalizeGivesUpOnAFailedDeleteJob(t *testing.T) {
 	})
 	t.Run("its Pod cannot start", func(t *testing.T) {
 		f := setup(t)
-		b := f.succeeded("b", v1.DeletionDelete, nil, time.Now())
+		b := f.succeeded("b", stewardv1.DeletionDelete, nil, time.Now())
 		f.delete(b.Name)
 		j := f.deleteJobStarted(b)
 		f.pod(j, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError",
@@ -350,7 +350,7 @@ func TestFinalizeGivesUpOnAFailedDeleteJob(t *testing.T) {
 	// never let go; the same outcome held a save Job's backup in Running and a drill.
 	t.Run("the Job failed without a result", func(t *testing.T) {
 		f := setup(t)
-		b := f.succeeded("b", v1.DeletionDelete, nil, time.Now())
+		b := f.succeeded("b", stewardv1.DeletionDelete, nil, time.Now())
 		f.delete(b.Name)
 		j := f.deleteJobStarted(b)
 		f.finish(j, false, "")
@@ -371,30 +371,30 @@ func TestFinalizeGivesUpOnAFailedDeleteJob(t *testing.T) {
 func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 	f := setup(t)
 	sr := &backupctl.ScheduleReconciler{Client: env.Client, Recorder: f.events}
-	s := &v1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: f.ns},
-		Spec: v1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", // once a year: nothing falls due during the test
-			Template:  v1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), DeletionPolicy: v1.DeletionRetain},
-			Retention: v1.BackupRetention{KeepLast: ptr.To[int32](2)}}}
+	s := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: f.ns},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", // once a year: nothing falls due during the test
+			Template:  stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), DeletionPolicy: stewardv1.DeletionRetain},
+			Retention: stewardv1.BackupRetention{KeepLast: ptr.To[int32](2)}}}
 	if err := env.Client.Create(f.ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{v1.LabelSchedule: s.Name}
+	labels := map[string]string{stewardv1.LabelSchedule: s.Name}
 	now := time.Now()
 	var names []string
 	for i := range 4 { // oldest first
-		b := f.succeeded(fmt.Sprintf("nightly-%d", i), v1.DeletionRetain, labels, now.Add(time.Duration(i-4)*time.Hour))
+		b := f.succeeded(fmt.Sprintf("nightly-%d", i), stewardv1.DeletionRetain, labels, now.Add(time.Duration(i-4)*time.Hour))
 		names = append(names, b.Name)
 	}
 	// A backup of another schedule, and one made by hand, are not this schedule's to prune.
-	other := f.succeeded("other-0", v1.DeletionRetain, map[string]string{v1.LabelSchedule: "other"}, now.Add(-48*time.Hour))
-	manual := f.succeeded("manual", v1.DeletionRetain, nil, now.Add(-48*time.Hour))
+	other := f.succeeded("other-0", stewardv1.DeletionRetain, map[string]string{stewardv1.LabelSchedule: "other"}, now.Add(-48*time.Hour))
+	manual := f.succeeded("manual", stewardv1.DeletionRetain, nil, now.Add(-48*time.Hour))
 
 	if _, err := sr.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
 		t.Fatal(err)
 	}
 	pruned := names[:2]
 	for _, name := range names {
-		var b v1.EtcdBackup
+		var b stewardv1.EtcdBackup
 		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &b); err != nil {
 			t.Fatal(err)
 		}
@@ -402,11 +402,11 @@ func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 		if got := b.DeletionTimestamp != nil; got != want {
 			t.Errorf("%s deleting %v, want %v", name, got, want)
 		}
-		if got := b.Annotations[v1.AnnotationPruned] == "true"; got != want {
+		if got := b.Annotations[stewardv1.AnnotationPruned] == "true"; got != want {
 			t.Errorf("%s pruned mark %v, want %v", name, got, want)
 		}
 	}
-	for _, b := range []*v1.EtcdBackup{other, manual} {
+	for _, b := range []*stewardv1.EtcdBackup{other, manual} {
 		if f.gone(b.Name) {
 			t.Errorf("%s pruned by a schedule it is not of", b.Name)
 		}
@@ -417,7 +417,7 @@ func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 	if _, err := sr.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
 		t.Fatal(err)
 	}
-	var got v1.EtcdBackupSchedule
+	var got stewardv1.EtcdBackupSchedule
 	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(s), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestPruneDeletesObjectsEvenUnderRetain(t *testing.T) {
 
 	// The pruned backups' objects are deleted although their policy is Retain.
 	for _, name := range pruned {
-		var b v1.EtcdBackup
+		var b stewardv1.EtcdBackup
 		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &b); err != nil {
 			t.Fatal(err)
 		}

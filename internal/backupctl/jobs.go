@@ -12,21 +12,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // Source picks the member to stream from: a ready follower (the highest ordinal, the one a roll
 // reaches first, is fine: a snapshot does not disrupt it), the leader only when it is alone.
-func Source(ec *v1.EtcdCluster) (string, bool) {
+func Source(ec *stewardv1.EtcdCluster) (string, bool) {
 	members := slices.Clone(ec.Status.Members)
-	slices.SortFunc(members, func(a, b v1.MemberStatus) int { return strings.Compare(b.Name, a.Name) })
+	slices.SortFunc(members, func(a, b stewardv1.MemberStatus) int { return strings.Compare(b.Name, a.Name) })
 	for _, m := range members {
-		if m.Ready && m.Role == v1.RoleFollower {
+		if m.Ready && m.Role == stewardv1.RoleFollower {
 			return m.Name, true
 		}
 	}
-	if len(members) == 1 && members[0].Ready && members[0].Role == v1.RoleLeader {
+	if len(members) == 1 && members[0].Ready && members[0].Role == stewardv1.RoleLeader {
 		return members[0].Name, true
 	}
 	return "", false
@@ -34,8 +34,8 @@ func Source(ec *v1.EtcdCluster) (string, bool) {
 
 // ClientSecretName is the Secret whose client certificate the Job presents: Steward's
 // application client Secret, or the user's client-plane Secret with source Secret.
-func ClientSecretName(ec *v1.EtcdCluster) string {
-	if t := ec.Spec.TLS; t != nil && t.Client.Source == v1.TLSSourceSecret && t.Client.SecretName != "" {
+func ClientSecretName(ec *stewardv1.EtcdCluster) string {
+	if t := ec.Spec.TLS; t != nil && t.Client.Source == stewardv1.TLSSourceSecret && t.Client.SecretName != "" {
 		return t.Client.SecretName
 	}
 	return resources.ClientTLSSecretName(ec.Name)
@@ -104,7 +104,7 @@ func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (out
 		for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 			if w := s.State.Waiting; w != nil && slices.Contains(startFailures, w.Reason) {
 				_ = r.Client.Delete(ctx, &job, client.PropagationPolicy("Background"))
-				return outcome{failed: fmt.Sprintf("the %s Pod cannot start: %s: %s", job.Labels[v1.LabelBackupTask], w.Reason, w.Message)}, nil
+				return outcome{failed: fmt.Sprintf("the %s Pod cannot start: %s: %s", job.Labels[stewardv1.LabelBackupTask], w.Reason, w.Message)}, nil
 			}
 		}
 	}
@@ -183,14 +183,14 @@ func resultError(msg string) string {
 	return truncate(strings.TrimSpace(msg), 500)
 }
 
-func (res result) fill(s *v1.EtcdBackupStatus) {
+func (res result) fill(s *stewardv1.EtcdBackupStatus) {
 	if res.Member.Name != "" {
 		s.Member = res.Member.Name
 	}
 	s.ClusterID, s.EtcdVersion, s.Revision = res.ClusterID, res.EtcdVersion, res.Revision
 	s.Size, s.SHA256 = res.Size, res.SHA256
 	if res.Compression != "" {
-		s.Compression = v1.BackupCompression(res.Compression)
+		s.Compression = stewardv1.BackupCompression(res.Compression)
 	}
 	if res.Key != "" {
 		s.Key = res.Key

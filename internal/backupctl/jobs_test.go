@@ -6,31 +6,31 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 func TestSourcePicksAReadyFollower(t *testing.T) {
-	member := func(name string, role v1.MemberRole, ready bool) v1.MemberStatus {
-		return v1.MemberStatus{Name: name, Role: role, Ready: ready}
+	member := func(name string, role stewardv1.MemberRole, ready bool) stewardv1.MemberStatus {
+		return stewardv1.MemberStatus{Name: name, Role: role, Ready: ready}
 	}
 	cases := []struct {
 		name    string
-		members []v1.MemberStatus
+		members []stewardv1.MemberStatus
 		want    string
 		ok      bool
 	}{
-		{"highest ready follower", []v1.MemberStatus{member("c-0", v1.RoleLeader, true), member("c-1", v1.RoleFollower, true),
-			member("c-2", v1.RoleFollower, true)}, "c-2", true},
-		{"an unready follower is skipped", []v1.MemberStatus{member("c-0", v1.RoleFollower, true), member("c-1", v1.RoleLeader, true),
-			member("c-2", v1.RoleFollower, false)}, "c-0", true},
-		{"a learner is never the source", []v1.MemberStatus{member("c-0", v1.RoleLeader, true), member("c-1", v1.RoleLearner, true)}, "", false},
-		{"the leader only when alone", []v1.MemberStatus{member("c-0", v1.RoleLeader, true)}, "c-0", true},
-		{"a lone unready leader is not", []v1.MemberStatus{member("c-0", v1.RoleLeader, false)}, "", false},
+		{"highest ready follower", []stewardv1.MemberStatus{member("c-0", stewardv1.RoleLeader, true), member("c-1", stewardv1.RoleFollower, true),
+			member("c-2", stewardv1.RoleFollower, true)}, "c-2", true},
+		{"an unready follower is skipped", []stewardv1.MemberStatus{member("c-0", stewardv1.RoleFollower, true), member("c-1", stewardv1.RoleLeader, true),
+			member("c-2", stewardv1.RoleFollower, false)}, "c-0", true},
+		{"a learner is never the source", []stewardv1.MemberStatus{member("c-0", stewardv1.RoleLeader, true), member("c-1", stewardv1.RoleLearner, true)}, "", false},
+		{"the leader only when alone", []stewardv1.MemberStatus{member("c-0", stewardv1.RoleLeader, true)}, "c-0", true},
+		{"a lone unready leader is not", []stewardv1.MemberStatus{member("c-0", stewardv1.RoleLeader, false)}, "", false},
 		{"no members", nil, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := Source(&v1.EtcdCluster{Status: v1.EtcdClusterStatus{Members: tc.members}})
+			got, ok := Source(&stewardv1.EtcdCluster{Status: stewardv1.EtcdClusterStatus{Members: tc.members}})
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("Source = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
@@ -39,12 +39,12 @@ func TestSourcePicksAReadyFollower(t *testing.T) {
 }
 
 func TestClientSecretName(t *testing.T) {
-	ec := &v1.EtcdCluster{}
+	ec := &stewardv1.EtcdCluster{}
 	ec.Name = "demo"
 	if got := ClientSecretName(ec); got != "demo-client-tls" {
 		t.Errorf("operator CA: %s", got)
 	}
-	ec.Spec.TLS = &v1.TLSSpec{Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "mine"}}
+	ec.Spec.TLS = &stewardv1.TLSSpec{Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "mine"}}
 	if got := ClientSecretName(ec); got != "mine" {
 		t.Errorf("source Secret: %s", got)
 	}
@@ -57,7 +57,7 @@ func TestParseResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s v1.EtcdBackupStatus
+	var s stewardv1.EtcdBackupStatus
 	res.fill(&s)
 	if s.Member != "demo-2" || s.Revision != 10281 || s.ClusterID != "cdf818194e3a8c32" || s.SHA256 != "ab12" || s.Key != "ns/demo/b/snapshot.db.zst" {
 		t.Errorf("status %+v", s)

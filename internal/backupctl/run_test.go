@@ -11,23 +11,23 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
 )
 
-func (f *fixture) backup(name string, verify bool) *v1.EtcdBackup {
+func (f *fixture) backup(name string, verify bool) *stewardv1.EtcdBackup {
 	f.t.Helper()
-	b := &v1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
-		Spec: v1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), Verify: verify}}
+	b := &stewardv1.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		Spec: stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: storage(), Verify: verify}}
 	if err := env.Client.Create(f.ctx, b); err != nil {
 		f.t.Fatal(err)
 	}
 	return b
 }
 
-func (f *fixture) get(name string) *v1.EtcdBackup {
+func (f *fixture) get(name string) *stewardv1.EtcdBackup {
 	f.t.Helper()
-	var b v1.EtcdBackup
+	var b stewardv1.EtcdBackup
 	if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &b); err != nil {
 		f.t.Fatal(err)
 	}
@@ -35,15 +35,15 @@ func (f *fixture) get(name string) *v1.EtcdBackup {
 }
 
 // availableCluster creates the EtcdCluster "db" with the status a formed cluster has.
-func (f *fixture) availableCluster() *v1.EtcdCluster {
+func (f *fixture) availableCluster() *stewardv1.EtcdCluster {
 	f.t.Helper()
-	ec := &v1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns},
-		Spec: v1.EtcdClusterSpec{Replicas: ptr.To[int32](3), TLS: &v1.TLSSpec{Enabled: ptr.To(false)},
-			MemberTemplate: v1.MemberTemplate{Version: "3.6.16"}}}
+	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns},
+		Spec: stewardv1.EtcdClusterSpec{Replicas: ptr.To[int32](3), TLS: &stewardv1.TLSSpec{Enabled: ptr.To(false)},
+			MemberTemplate: stewardv1.MemberTemplate{Version: "3.6.16"}}}
 	if err := env.Client.Create(f.ctx, ec); err != nil {
 		f.t.Fatal(err)
 	}
-	ec.Status.Members = []v1.MemberStatus{{Name: "db-0", Role: v1.RoleLeader, Ready: true}, {Name: "db-1", Role: v1.RoleFollower, Ready: true}}
+	ec.Status.Members = []stewardv1.MemberStatus{{Name: "db-0", Role: stewardv1.RoleLeader, Ready: true}, {Name: "db-1", Role: stewardv1.RoleFollower, Ready: true}}
 	meta.SetStatusCondition(&ec.Status.Conditions, metav1.Condition{Type: "Available", Status: metav1.ConditionTrue, Reason: "Quorum", Message: "ok"})
 	if err := env.Client.Status().Update(f.ctx, ec); err != nil {
 		f.t.Fatal(err)
@@ -57,14 +57,14 @@ func TestBackupOfNoCluster(t *testing.T) {
 	f.backup("b", false)
 	f.mustReconcile("b")
 	b := f.get("b")
-	if b.Status.Phase != v1.BackupFailed || !strings.Contains(b.Status.Message, "does not exist") ||
-		!slices.Contains(b.Finalizers, v1.FinalizerBackup) {
+	if b.Status.Phase != stewardv1.BackupFailed || !strings.Contains(b.Status.Message, "does not exist") ||
+		!slices.Contains(b.Finalizers, stewardv1.FinalizerBackup) {
 		t.Errorf("phase %s, message %q, finalizers %v", b.Status.Phase, b.Status.Message, b.Finalizers)
 	}
 	// Failed is final: a later reconcile settles the unbound backup and changes nothing else.
 	f.mustReconcile("b")
-	if b := f.get("b"); b.Status.Phase != v1.BackupFailed || b.Status.ClusterUID != "" ||
-		meta.IsStatusConditionTrue(b.Status.Conditions, v1.ConditionBound) {
+	if b := f.get("b"); b.Status.Phase != stewardv1.BackupFailed || b.Status.ClusterUID != "" ||
+		meta.IsStatusConditionTrue(b.Status.Conditions, stewardv1.ConditionBound) {
 		t.Errorf("after a second pass: %+v", b.Status)
 	}
 }
@@ -79,13 +79,13 @@ func TestBackupRunsAndVerifies(t *testing.T) {
 		t.Error("no requeue after starting")
 	}
 	b := f.get("b")
-	if b.Status.Phase != v1.BackupRunning || b.Status.Member != "db-1" || b.Status.ClusterUID != ec.UID || b.Status.Key == "" {
+	if b.Status.Phase != stewardv1.BackupRunning || b.Status.Member != "db-1" || b.Status.ClusterUID != ec.UID || b.Status.Key == "" {
 		t.Fatalf("started: %+v", b.Status)
 	}
 	// A second backup of the same cluster waits for the first.
 	f.backup("b2", false)
 	f.mustReconcile("b2")
-	if b2 := f.get("b2"); b2.Status.Phase != v1.BackupPending || !strings.Contains(b2.Status.Message, "b") {
+	if b2 := f.get("b2"); b2.Status.Phase != stewardv1.BackupPending || !strings.Contains(b2.Status.Message, "b") {
 		t.Errorf("second backup: %s %q", b2.Status.Phase, b2.Status.Message)
 	}
 	save := f.job("b", backupjob.TaskSave)
@@ -94,13 +94,13 @@ func TestBackupRunsAndVerifies(t *testing.T) {
 	}
 	// Running: the backup waits.
 	f.mustReconcile("b")
-	if b := f.get("b"); b.Status.Phase != v1.BackupRunning {
+	if b := f.get("b"); b.Status.Phase != stewardv1.BackupRunning {
 		t.Fatalf("phase %s while the Job runs", b.Status.Phase)
 	}
 	f.finish(save, true, `{"member":{"name":"db-1"},"clusterID":"c1","etcdVersion":"3.6.16","revision":77,"size":2048,"sha256":"ff"}`)
 	f.mustReconcile("b")
 	b = f.get("b")
-	if b.Status.Phase != v1.BackupSucceeded || b.Status.Revision != 77 || b.Status.SHA256 != "ff" || b.Status.CompletionTime == nil {
+	if b.Status.Phase != stewardv1.BackupSucceeded || b.Status.Revision != 77 || b.Status.SHA256 != "ff" || b.Status.CompletionTime == nil {
 		t.Fatalf("after the Job: %+v", b.Status)
 	}
 	if len(f.events.find("BackupStarted")) != 1 || len(f.events.find("BackupSucceeded")) != 1 {
@@ -135,7 +135,7 @@ func TestBackupJobFails(t *testing.T) {
 	f.mustReconcile("b")
 	f.finish(f.job("b", backupjob.TaskSave), false, `{"error":"bucket backups does not exist"}`)
 	f.mustReconcile("b")
-	if b := f.get("b"); b.Status.Phase != v1.BackupFailed || b.Status.Message != "bucket backups does not exist" {
+	if b := f.get("b"); b.Status.Phase != stewardv1.BackupFailed || b.Status.Message != "bucket backups does not exist" {
 		t.Errorf("phase %s, message %q", b.Status.Phase, b.Status.Message)
 	}
 	if ev := f.events.find("BackupFailed"); len(ev) != 1 {
@@ -153,7 +153,7 @@ func TestBackupJobFails(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	f.mustReconcile("c")
-	if b := f.get("c"); b.Status.Phase != v1.BackupFailed || !strings.Contains(b.Status.Message, "disappeared") {
+	if b := f.get("c"); b.Status.Phase != stewardv1.BackupFailed || !strings.Contains(b.Status.Message, "disappeared") {
 		t.Errorf("phase %s, message %q", b.Status.Phase, b.Status.Message)
 	}
 }

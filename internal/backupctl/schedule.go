@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupplan"
 	"github.com/etcd-steward/steward/internal/schedule"
 )
@@ -39,7 +39,7 @@ func (r *ScheduleReconciler) now() time.Time {
 
 // Reconcile decides whether a backup is due, creates it, prunes, and records the schedule's state.
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var s v1.EtcdBackupSchedule
+	var s stewardv1.EtcdBackupSchedule
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil || s.DeletionTimestamp != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -84,7 +84,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.prune(ctx, &s, backups, now); err != nil {
 		return ctrl.Result{}, err
 	}
-	var ec v1.EtcdCluster
+	var ec stewardv1.EtcdCluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.Template.ClusterName}, &ec); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
@@ -99,10 +99,10 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-func (r *ScheduleReconciler) create(ctx context.Context, s *v1.EtcdBackupSchedule, name string) error {
-	b := &v1.EtcdBackup{
+func (r *ScheduleReconciler) create(ctx context.Context, s *stewardv1.EtcdBackupSchedule, name string) error {
+	b := &stewardv1.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: map[string]string{
-			v1.LabelSchedule: s.Name, v1.LabelBackupOf: s.Spec.Template.ClusterName}},
+			stewardv1.LabelSchedule: s.Name, stewardv1.LabelBackupOf: s.Spec.Template.ClusterName}},
 		Spec: *s.Spec.Template.DeepCopy(),
 	}
 	b.Spec.Verify = b.Spec.Verify || s.Spec.Verify
@@ -118,7 +118,7 @@ func (r *ScheduleReconciler) create(ctx context.Context, s *v1.EtcdBackupSchedul
 
 // prune deletes what retention gives up; the pruned mark makes the backup's finalizer delete its
 // object too.
-func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule, backups []v1.EtcdBackup, now time.Time) error {
+func (r *ScheduleReconciler) prune(ctx context.Context, s *stewardv1.EtcdBackupSchedule, backups []stewardv1.EtcdBackup, now time.Time) error {
 	in := backupplan.RetentionInput{Now: now, KeepLast: backupplan.DefaultKeepLast}
 	if k := s.Spec.Retention.KeepLast; k != nil {
 		in.KeepLast = int(*k)
@@ -126,7 +126,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule
 	if a := s.Spec.Retention.MaxAge; a != nil {
 		in.MaxAge = a.Duration
 	}
-	byName := map[string]*v1.EtcdBackup{}
+	byName := map[string]*stewardv1.EtcdBackup{}
 	for i := range backups {
 		b := &backups[i]
 		if b.DeletionTimestamp != nil {
@@ -137,8 +137,8 @@ func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule
 	}
 	for _, name := range backupplan.Prune(in) {
 		b := byName[name]
-		if b.Annotations[v1.AnnotationPruned] != "true" {
-			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1.AnnotationPruned))
+		if b.Annotations[stewardv1.AnnotationPruned] != "true" {
+			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, stewardv1.AnnotationPruned))
 			if err := r.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, patch)); err != nil {
 				return client.IgnoreNotFound(err)
 			}
@@ -157,7 +157,7 @@ func (r *ScheduleReconciler) prune(ctx context.Context, s *v1.EtcdBackupSchedule
 // status.backup is, among the backups of the cluster as it is now (ec, empty when it does not
 // exist): after the cluster is recreated under the same name, the predecessor's backups are still
 // kept (and pruned) by the schedule that took them, but no longer named as its last success.
-func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, ec *v1.EtcdCluster, backups []v1.EtcdBackup, active string, d backupplan.ScheduleDecision) {
+func (r *ScheduleReconciler) summarize(s *stewardv1.EtcdBackupSchedule, ec *stewardv1.EtcdCluster, backups []stewardv1.EtcdBackup, active string, d backupplan.ScheduleDecision) {
 	st := &s.Status
 	st.Active = active
 	st.NextRun = nil
@@ -168,7 +168,7 @@ func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, ec *v1.EtcdClus
 	var items []backupplan.Item
 	for i := range backups {
 		b := &backups[i]
-		if b.Status.Phase != v1.BackupSucceeded || b.DeletionTimestamp != nil || b.Annotations[v1.AnnotationPruned] == "true" {
+		if b.Status.Phase != stewardv1.BackupSucceeded || b.DeletionTimestamp != nil || b.Annotations[stewardv1.AnnotationPruned] == "true" {
 			continue
 		}
 		st.Kept++
@@ -192,29 +192,31 @@ func (r *ScheduleReconciler) summarize(s *v1.EtcdBackupSchedule, ec *v1.EtcdClus
 }
 
 // ScheduleBackups are the backups a schedule created, oldest first.
-func ScheduleBackups(ctx context.Context, c client.Reader, s *v1.EtcdBackupSchedule) ([]v1.EtcdBackup, error) {
-	var list v1.EtcdBackupList
-	if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{v1.LabelSchedule: s.Name}); err != nil {
+func ScheduleBackups(ctx context.Context, c client.Reader, s *stewardv1.EtcdBackupSchedule) ([]stewardv1.EtcdBackup, error) {
+	var list stewardv1.EtcdBackupList
+	if err := c.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{stewardv1.LabelSchedule: s.Name}); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b v1.EtcdBackup) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	slices.SortFunc(list.Items, func(a, b stewardv1.EtcdBackup) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
 	return list.Items, nil
 }
 
-func terminal(p v1.BackupPhase) bool { return p == v1.BackupSucceeded || p == v1.BackupFailed }
+func terminal(p stewardv1.BackupPhase) bool {
+	return p == stewardv1.BackupSucceeded || p == stewardv1.BackupFailed
+}
 
 // SetupWithManager registers the reconciler; a backup's change wakes its schedule.
 func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	bySchedule := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name := o.GetLabels()[v1.LabelSchedule]
+		name := o.GetLabels()[stewardv1.LabelSchedule]
 		if name == "" {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1.EtcdBackupSchedule{}).
-		Watches(&v1.EtcdBackup{}, bySchedule).
+		For(&stewardv1.EtcdBackupSchedule{}).
+		Watches(&stewardv1.EtcdBackup{}, bySchedule).
 		Named("etcdbackupschedule").
 		Complete(r)
 }

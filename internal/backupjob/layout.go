@@ -10,7 +10,7 @@ import (
 	"path"
 	"strings"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // Object layout: every backup is a directory of two objects, the snapshot and, written after it
@@ -23,7 +23,7 @@ const (
 
 // Dir is the backup's key, the directory of its objects: <prefix><namespace>/<cluster>/<backup>
 // (prefix is the bucket prefix or the volume path). The subcommands get it whole, prefix included.
-func Dir(storage v1.BackupStorage, namespace, cluster, backup string) string {
+func Dir(storage stewardv1.BackupStorage, namespace, cluster, backup string) string {
 	prefix := ""
 	switch {
 	case storage.S3 != nil:
@@ -38,15 +38,15 @@ func Dir(storage v1.BackupStorage, namespace, cluster, backup string) string {
 }
 
 // SnapshotKey is the snapshot object's key (or path inside the volume).
-func SnapshotKey(storage v1.BackupStorage, namespace, cluster, backup string, c v1.BackupCompression) string {
-	if c == v1.CompressionNone {
+func SnapshotKey(storage stewardv1.BackupStorage, namespace, cluster, backup string, c stewardv1.BackupCompression) string {
+	if c == stewardv1.CompressionNone {
 		return Dir(storage, namespace, cluster, backup) + "/" + SnapshotFile
 	}
 	return Dir(storage, namespace, cluster, backup) + "/" + SnapshotFileZstd
 }
 
 // Location is how status names an object: s3://bucket/key or pvc://claim/key.
-func Location(storage v1.BackupStorage, key string) string {
+func Location(storage stewardv1.BackupStorage, key string) string {
 	if storage.S3 != nil {
 		return "s3://" + storage.S3.Bucket + "/" + key
 	}

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -43,13 +43,13 @@ type Job struct {
 	Cluster   string
 	// Image is the Steward image (its binary holds the snapshot subcommands).
 	Image   string
-	Storage v1.BackupStorage
+	Storage stewardv1.BackupStorage
 	Key     string
 	Owner   *metav1.OwnerReference
 }
 
 // SaveJob streams a snapshot from endpoint (one member's client URL) to storage.
-func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression v1.BackupCompression) *batchv1.Job {
+func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression stewardv1.BackupCompression) *batchv1.Job {
 	args := []string{"snapshot", "save", "--endpoint=" + endpoint, "--backup-key=" + BackupKey(j.Key),
 		"--namespace=" + j.Namespace, "--cluster=" + j.Cluster, "--backup=" + j.Backup,
 		"--compression=" + string(compression), "--result-file=" + resultFile}
@@ -67,7 +67,7 @@ func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression v1.BackupCompress
 // VerifyJob is the restore drill: the Steward binary is copied into an etcd image, which restores
 // the snapshot into a throwaway etcd bound to loopback and checks its revision and hash.
 func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
-	install := container("install", j.Image, []string{"install-self", toolsDir + "/steward"}, v1.BackupStorage{})
+	install := container("install", j.Image, []string{"install-self", toolsDir + "/steward"}, stewardv1.BackupStorage{})
 	install.VolumeMounts = []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir}}
 	args := []string{"snapshot", "verify", "--backup-key=" + BackupKey(j.Key), "--expect-sha256=" + sha256,
 		"--bump-revision=" + strconv.FormatInt(bump, 10), "--work-dir=" + workDir,
@@ -92,7 +92,7 @@ func DeleteJob(j Job) *batchv1.Job {
 }
 
 func job(j Job, task string, spec corev1.PodSpec, retries int32) *batchv1.Job {
-	labels := map[string]string{v1.LabelBackup: j.Backup, v1.LabelBackupOf: j.Cluster, v1.LabelBackupTask: task,
+	labels := map[string]string{stewardv1.LabelBackup: j.Backup, stewardv1.LabelBackupOf: j.Cluster, stewardv1.LabelBackupTask: task,
 		"app.kubernetes.io/managed-by": "steward"}
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	spec.AutomountServiceAccountToken = ptr.To(false)
@@ -115,7 +115,7 @@ func job(j Job, task string, spec corev1.PodSpec, retries int32) *batchv1.Job {
 
 // container runs the Steward binary with the object-store credentials as environment variables,
 // mapped from the user's Secret: they exist only in this container.
-func container(name, image string, args []string, s v1.BackupStorage) corev1.Container {
+func container(name, image string, args []string, s stewardv1.BackupStorage) corev1.Container {
 	c := corev1.Container{
 		Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:                  []string{"/steward"},
@@ -153,7 +153,7 @@ func secretEnv(name, secret, key string, optional bool) corev1.EnvVar {
 }
 
 // storageArgs are the destination flags of the snapshot subcommands.
-func storageArgs(s v1.BackupStorage) []string {
+func storageArgs(s stewardv1.BackupStorage) []string {
 	switch {
 	case s.S3 != nil:
 		args := []string{"--s3-bucket=" + s.S3.Bucket, "--s3-region=" + s.S3.Region}
@@ -173,7 +173,7 @@ func storageArgs(s v1.BackupStorage) []string {
 	return nil
 }
 
-func storageVolumes(s v1.BackupStorage) []corev1.Volume {
+func storageVolumes(s stewardv1.BackupStorage) []corev1.Volume {
 	var vols []corev1.Volume
 	if s.S3 != nil && s.S3.CABundleSecretRef != nil {
 		vols = append(vols, secretVolume("s3-ca", s.S3.CABundleSecretRef.Name, []string{caKey(s.S3.CABundleSecretRef)}))
@@ -185,7 +185,7 @@ func storageVolumes(s v1.BackupStorage) []corev1.Volume {
 	return vols
 }
 
-func caKey(r *v1.SecretKeyRef) string {
+func caKey(r *stewardv1.SecretKeyRef) string {
 	if r.Key == "" {
 		return "ca.crt"
 	}

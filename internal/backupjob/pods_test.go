@@ -7,17 +7,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-func s3Storage() v1.BackupStorage {
-	return v1.BackupStorage{S3: &v1.S3Storage{Bucket: "b", Endpoint: "http://s3:7070", Region: "us-east-1", ForcePathStyle: true,
+func s3Storage() stewardv1.BackupStorage {
+	return stewardv1.BackupStorage{S3: &stewardv1.S3Storage{Bucket: "b", Endpoint: "http://s3:7070", Region: "us-east-1", ForcePathStyle: true,
 		Prefix:               "prod/",
-		CredentialsSecretRef: v1.S3CredentialsRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "secret", SessionTokenKey: "token"},
-		CABundleSecretRef:    &v1.SecretKeyRef{Name: "ca", Key: "bundle.pem"}}}
+		CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "creds", AccessKeyIDKey: "id", SecretAccessKeyKey: "secret", SessionTokenKey: "token"},
+		CABundleSecretRef:    &stewardv1.SecretKeyRef{Name: "ca", Key: "bundle.pem"}}}
 }
 
-func base(s v1.BackupStorage) Job {
+func base(s stewardv1.BackupStorage) Job {
 	return Job{Name: "b1-save", Namespace: "ns", Backup: "b1", Cluster: "demo", Image: "steward:dev", Storage: s, Key: "ns/demo/b1"}
 }
 
@@ -27,7 +27,7 @@ func args(c corev1.Container) string { return strings.Join(c.Args, " ") }
 // the user's Secret, never as values, and the operator's own service account is not mounted.
 func TestCredentialsOnlyFromTheSecret(t *testing.T) {
 	jobs := map[string]*corev1.PodSpec{
-		"save":   &SaveJob(base(s3Storage()), "https://demo-1:2379", &EtcdTLS{SecretName: "demo-client-tls"}, v1.CompressionZstd).Spec.Template.Spec,
+		"save":   &SaveJob(base(s3Storage()), "https://demo-1:2379", &EtcdTLS{SecretName: "demo-client-tls"}, stewardv1.CompressionZstd).Spec.Template.Spec,
 		"verify": &VerifyJob(base(s3Storage()), "etcd:v3.6.16", "abc", 1000).Spec.Template.Spec,
 		"delete": &DeleteJob(base(s3Storage())).Spec.Template.Spec,
 	}
@@ -62,8 +62,8 @@ func TestCredentialsOnlyFromTheSecret(t *testing.T) {
 }
 
 func TestSaveJob(t *testing.T) {
-	job := SaveJob(base(s3Storage()), "https://demo-1.demo.ns.svc:2379", &EtcdTLS{SecretName: "demo-client-tls"}, v1.CompressionNone)
-	if job.Labels[v1.LabelBackup] != "b1" || job.Labels[v1.LabelBackupOf] != "demo" || job.Labels[v1.LabelBackupTask] != TaskSave {
+	job := SaveJob(base(s3Storage()), "https://demo-1.demo.ns.svc:2379", &EtcdTLS{SecretName: "demo-client-tls"}, stewardv1.CompressionNone)
+	if job.Labels[stewardv1.LabelBackup] != "b1" || job.Labels[stewardv1.LabelBackupOf] != "demo" || job.Labels[stewardv1.LabelBackupTask] != TaskSave {
 		t.Errorf("labels %v", job.Labels)
 	}
 	if _, member := job.Spec.Template.Labels["etcd.steward.dev/cluster"]; member {
@@ -82,15 +82,15 @@ func TestSaveJob(t *testing.T) {
 	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
 		t.Error("the save container's root filesystem is writable")
 	}
-	plain := SaveJob(base(s3Storage()), "http://demo-1:2379", nil, v1.CompressionZstd)
+	plain := SaveJob(base(s3Storage()), "http://demo-1:2379", nil, stewardv1.CompressionZstd)
 	if strings.Contains(args(plain.Spec.Template.Spec.Containers[0]), "--cacert") {
 		t.Error("a plaintext cluster's Job presents TLS files")
 	}
 }
 
 func TestVolumeDestination(t *testing.T) {
-	vol := v1.BackupStorage{Volume: &v1.VolumeStorage{PersistentVolumeClaimName: "backups", Path: "etcd"}}
-	spec := SaveJob(base(vol), "http://demo-1:2379", nil, v1.CompressionZstd).Spec.Template.Spec
+	vol := stewardv1.BackupStorage{Volume: &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups", Path: "etcd"}}
+	spec := SaveJob(base(vol), "http://demo-1:2379", nil, stewardv1.CompressionZstd).Spec.Template.Spec
 	if len(spec.Volumes) != 1 || spec.Volumes[0].PersistentVolumeClaim == nil || spec.Volumes[0].PersistentVolumeClaim.ClaimName != "backups" {
 		t.Fatalf("volumes %+v", spec.Volumes)
 	}
@@ -160,7 +160,7 @@ func TestJobNameFitsALabel(t *testing.T) {
 }
 
 func TestJobsSerialize(t *testing.T) {
-	if _, err := json.Marshal(SaveJob(base(s3Storage()), "e", nil, v1.CompressionZstd)); err != nil {
+	if _, err := json.Marshal(SaveJob(base(s3Storage()), "e", nil, stewardv1.CompressionZstd)); err != nil {
 		t.Fatal(err)
 	}
 }

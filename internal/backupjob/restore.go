@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -14,7 +14,7 @@ type Restore struct {
 	// Image is the Steward image (fetch); EtcdImage the member's own image (etcdutl of the target
 	// version).
 	Image, EtcdImage string
-	Storage          v1.BackupStorage
+	Storage          stewardv1.BackupStorage
 	Key              string
 	// SHA256 is the expected hash of the stored object ("" trusts the manifest next to it).
 	SHA256 string
@@ -47,7 +47,7 @@ func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 
 	// The etcd image is distroless (no shell): the Steward binary, copied in by install, runs
 	// etcdutl there and does the guard and the rename (snapshot.RestoreLocal).
-	install := container("restore-install", r.Image, []string{"install-self", toolsDir + "/steward"}, v1.BackupStorage{})
+	install := container("restore-install", r.Image, []string{"install-self", toolsDir + "/steward"}, stewardv1.BackupStorage{})
 	install.VolumeMounts = []corev1.VolumeMount{{Name: "restore-tools", MountPath: toolsDir}}
 	restore := corev1.Container{
 		Name: "restore", Image: r.EtcdImage, ImagePullPolicy: corev1.PullIfNotPresent,

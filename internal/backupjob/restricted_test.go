@@ -8,7 +8,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -19,14 +19,14 @@ func TestJobsPassRestricted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vol := v1.BackupStorage{Volume: &v1.VolumeStorage{PersistentVolumeClaimName: "backups"}}
+	vol := stewardv1.BackupStorage{Volume: &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups"}}
 	inits, vols := RestoreInitContainers(Restore{Image: "steward:test", EtcdImage: "etcd:v3.6.16", Storage: s3Storage(),
 		Key: "k", MountPath: "/var/lib/etcd", DataDir: "/var/lib/etcd/data", VolumeName: "data", Member: "db-0"})
 	restored := corev1.PodSpec{SecurityContext: resources.RestrictedPod(), InitContainers: inits, Volumes: vols,
 		Containers: []corev1.Container{{Name: "etcd", SecurityContext: resources.RestrictedContainer()}}}
 	specs := map[string]*corev1.PodSpec{
-		"save":        &SaveJob(base(s3Storage()), "https://demo-1:2379", &EtcdTLS{SecretName: "demo-client-tls"}, v1.CompressionZstd).Spec.Template.Spec,
-		"save-volume": &SaveJob(base(vol), "http://demo-1:2379", nil, v1.CompressionNone).Spec.Template.Spec,
+		"save":        &SaveJob(base(s3Storage()), "https://demo-1:2379", &EtcdTLS{SecretName: "demo-client-tls"}, stewardv1.CompressionZstd).Spec.Template.Spec,
+		"save-volume": &SaveJob(base(vol), "http://demo-1:2379", nil, stewardv1.CompressionNone).Spec.Template.Spec,
 		"verify":      &VerifyJob(base(s3Storage()), "etcd:v3.6.16", "abc", 1000).Spec.Template.Spec,
 		"delete":      &DeleteJob(base(s3Storage())).Spec.Template.Spec,
 		"restore":     &restored,

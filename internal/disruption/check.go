@@ -13,7 +13,7 @@
 package disruption
 
 import (
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // Kind is what a disruption does to its victim.
@@ -84,7 +84,7 @@ func (m Member) undisrupted() bool {
 // Cluster is the whole cluster as the check sees it.
 type Cluster struct {
 	Members []Member
-	Medium  v1alpha1.StorageMedium
+	Medium  stewardv1.StorageMedium
 	// AllowDowntime is spec.updateStrategy.allowDowntime: a single PVC member may be restarted.
 	AllowDowntime bool
 	// Dormant is true when spec.replicas is 0.
@@ -170,7 +170,7 @@ func checkDormant(c Cluster, r Request, v Member) error {
 	if !c.Dormant {
 		return refuse(ReasonNotDormant, r, "", "spec.replicas is not 0")
 	}
-	if c.Medium == v1alpha1.StorageMediumMemory {
+	if c.Medium == stewardv1.StorageMediumMemory {
 		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name, "a memory-backed member loses its data with its Pod")
 	}
 	if v.Leader {
@@ -187,7 +187,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 	if c.NeverFormed && r.Kind == Restart && !v.Voter && !v.Learner {
 		return nil // a seed that never formed a cluster: rebuilding it disrupts nobody
 	}
-	if r.Kind == Restart && v.PodFailed && c.Medium != v1alpha1.StorageMediumMemory {
+	if r.Kind == Restart && v.PodFailed && c.Medium != stewardv1.StorageMediumMemory {
 		return nil // its etcd is not running and never will in that Pod; the PVC keeps the data
 	}
 	if !c.MemberListKnown {
@@ -204,7 +204,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 		// A learner never counts towards quorum; removing or restarting it costs nothing.
 		return nil
 	}
-	if r.Kind == Restart && c.Medium == v1alpha1.StorageMediumMemory {
+	if r.Kind == Restart && c.Medium == stewardv1.StorageMediumMemory {
 		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name,
 			"%s keeps its data in memory: deleting its Pod loses it; remove and replace the member instead", v.Name)
 	}
@@ -222,7 +222,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 }
 
 func checkSingle(c Cluster, r Request, v Member) error {
-	if r.Kind == Replace && c.Medium == v1alpha1.StorageMediumMemory {
+	if r.Kind == Replace && c.Medium == stewardv1.StorageMediumMemory {
 		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name,
 			"%s is the only member and keeps its data in memory: replacing it would lose all data", v.Name)
 	}
@@ -243,7 +243,7 @@ func checkSingle(c Cluster, r Request, v Member) error {
 	if r.Kind == Remove || r.Kind == Replace {
 		return refuse(ReasonLastMember, r, v.Name, "%s is the only voter; etcd cannot remove its last member", v.Name)
 	}
-	if c.Medium == v1alpha1.StorageMediumDefault && c.AllowDowntime {
+	if c.Medium == stewardv1.StorageMediumDefault && c.AllowDowntime {
 		return nil
 	}
 	return refuse(ReasonSingleMemberNeedsOptIn, r, v.Name,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // cluster returns n healthy voters c-0..c-n-1 on PVC storage; c-0 leads.
@@ -22,7 +22,7 @@ func cluster(n int) Cluster {
 }
 
 func TestCheck(t *testing.T) {
-	memory := func(c *Cluster) { c.Medium = v1alpha1.StorageMediumMemory }
+	memory := func(c *Cluster) { c.Medium = stewardv1.StorageMediumMemory }
 	tests := []struct {
 		name   string
 		n      int

@@ -1,7 +1,7 @@
 package disruption
 
 import (
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 
 	"context"
 	"errors"
@@ -232,7 +232,7 @@ func TestDisrupterDrainsServingVotersFirst(t *testing.T) {
 			[]string{"Drain c-1", "Defragment c-1"}},
 		{"restart in place, memory storage too", func() Cluster {
 			c := cluster(3)
-			c.Medium = v1alpha1.StorageMediumMemory
+			c.Medium = stewardv1.StorageMediumMemory
 			return c
 		}, Request{Kind: RestartContainer, Victim: "c-1"}, nil, []string{"Drain c-1", "RestartContainer c-1"}},
 		{"restart in place: the leader never", func() Cluster { return cluster(3) }, Request{Kind: RestartContainer, Victim: "c-0"}, nil, nil},

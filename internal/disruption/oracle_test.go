@@ -7,7 +7,7 @@ import (
 	"math/rand"
 	"testing"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // oracle is invariant 1 (docs/design.md) written out from the invariant itself, not from Check's code:
@@ -22,7 +22,7 @@ func oracle(c Cluster, r Request) bool {
 	if v == nil {
 		return false
 	}
-	mem := c.Medium == v1alpha1.StorageMediumMemory
+	mem := c.Medium == stewardv1.StorageMediumMemory
 	inEtcd := v.Voter || v.Learner
 	switch r.Kind {
 	case DeleteData: // data goes only once etcd provably no longer counts the member
@@ -93,7 +93,7 @@ func randomCluster(r *rand.Rand) Cluster {
 	n := 1 + r.Intn(6)
 	c := Cluster{MemberListKnown: r.Intn(12) != 0, Dormant: r.Intn(8) == 0, AllowDowntime: r.Intn(2) == 0}
 	if r.Intn(2) == 0 {
-		c.Medium = v1alpha1.StorageMediumMemory
+		c.Medium = stewardv1.StorageMediumMemory
 	}
 	leader := r.Intn(n + 1) // n: no leader
 	for i := 0; i < n; i++ {
@@ -165,7 +165,7 @@ func TestDisrupterNeverActsOnRefusal(t *testing.T) {
 }
 
 func TestReplace(t *testing.T) {
-	mem := func(n int) Cluster { c := cluster(n); c.Medium = v1alpha1.StorageMediumMemory; return c }
+	mem := func(n int) Cluster { c := cluster(n); c.Medium = stewardv1.StorageMediumMemory; return c }
 	tests := []struct {
 		name string
 		c    Cluster

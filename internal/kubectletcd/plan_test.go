@@ -58,11 +58,10 @@ func TestPlan(t *testing.T) {
 // own, so a resize of demo-0 was printed after demo-2's restart (issue 24).
 func TestPlanStepsFollowThePlanner(t *testing.T) {
 	live := fixtureCluster()
-	live.Spec.MemberTemplate.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	live.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	next := live.DeepCopy()
 	next.Spec.Version = "3.6.17"
-	next.Spec.MemberTemplate.Version = "3.6.17"
-	next.Spec.MemberTemplate.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	next.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 	var members []stewardv1.EtcdMember
 	for _, m := range fixtureMembers() {
 		if m.Spec.ClusterName != "demo" {

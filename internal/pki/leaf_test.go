@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -52,7 +52,7 @@ func TestPeerSANsCoverPeerURLHost(t *testing.T) {
 	if !slices.Contains(MemberDNSNames(names0), host) {
 		t.Fatalf("peer SANs %v lack the peer URL host %s", MemberDNSNames(names0), host)
 	}
-	if !strings.Contains(resources.PeerURL(&v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: names0.Cluster, Namespace: names0.Namespace}}, names0.Member), host) {
+	if !strings.Contains(resources.PeerURL(&stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: names0.Cluster, Namespace: names0.Namespace}}, names0.Member), host) {
 		t.Fatal("resources changed how peer URLs are built; revisit MemberDNSNames")
 	}
 }

@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -114,7 +114,7 @@ type Action struct {
 	// Ordinal for CreateMember.
 	Ordinal int32
 	// Phase for RecordPhase.
-	Phase v1alpha1.MemberPhase
+	Phase stewardv1.MemberPhase
 	// Target and TargetID for MoveLeader.
 	Target   string
 	TargetID uint64
@@ -128,14 +128,14 @@ type Action struct {
 	// Alarm (DisarmAlarm) is the alarm type to disarm; "" means NOSPACE.
 	Alarm string
 	// Recovery (StartRecovery) is the recovery to record; Stage (RecoveryStep) its next stage.
-	Recovery *v1alpha1.QuorumRecoveryProgress
-	Stage    v1alpha1.QuorumRecoveryStage
+	Recovery *stewardv1.QuorumRecoveryProgress
+	Stage    stewardv1.QuorumRecoveryStage
 	// ForceNewCluster (CreatePod): start the member once with --force-new-cluster.
 	ForceNewCluster bool
 	// Revision and HeadRevision (Compact): compact to Revision; the head was HeadRevision.
 	Revision, HeadRevision int64
 	// DefragTrigger (Defragment): the threshold or the schedule.
-	DefragTrigger v1alpha1.DefragmentationTrigger
+	DefragTrigger stewardv1.DefragmentationTrigger
 	// Reason is a CamelCase reason for conditions; Message is for humans.
 	Reason  Reason
 	Message string

@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -59,7 +59,7 @@ func TestAlarmIsNotQuorumLoss(t *testing.T) {
 			// Steward only reporting the alarm (spec.maintenance.nospace Report); recovery is in
 			// nospace_test.go.
 			d := planFor(t, 3, "", all(tt.mutate, func(f *Facts) {
-				f.Cluster.Spec.Maintenance = &v1alpha1.MaintenanceSpec{NoSpace: v1alpha1.NoSpaceReport}
+				f.Cluster.Spec.Maintenance = &stewardv1.MaintenanceSpec{NoSpace: stewardv1.NoSpaceReport}
 			}))
 			for _, w := range tt.want {
 				c := d.Condition(w.typ)

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/evidence"
 )
@@ -17,7 +17,7 @@ func (v *view) formed() bool {
 		return true
 	}
 	for _, m := range v.members {
-		if m.ID != "" || (m.Phase != "" && m.Phase != v1alpha1.MemberPending) {
+		if m.ID != "" || (m.Phase != "" && m.Phase != stewardv1.MemberPending) {
 			return true
 		}
 	}
@@ -138,7 +138,7 @@ func (v *view) quorumLost() (Action, bool) {
 		return Action{}, false
 	}
 	for _, m := range v.active() {
-		if m.Phase != v1alpha1.MemberRunning || m.Pod.Exists || v.f.memory() {
+		if m.Phase != stewardv1.MemberRunning || m.Pod.Exists || v.f.memory() {
 			continue
 		}
 		if m.PVC.Foreign {

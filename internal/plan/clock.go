@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // The step clock times every step in flight, whatever its kind: a PVC restart keeps the member's
@@ -18,18 +18,18 @@ import (
 // (a MoveLeader that keeps failing, a learner timed out and added again) never reset the clock. A
 // wait keeps the clock of the step it waits on, or starts one when the cluster was settled; a
 // settled cluster has no step.
-func (v *view) nextStep(a Action) *v1alpha1.StepRecord {
+func (v *view) nextStep(a Action) *stewardv1.StepRecord {
 	prev := v.f.Cluster.Status.LastStep
 	now := metav1.NewTime(v.f.Now)
 	switch {
 	case a.Kind == Nothing:
 		return nil
 	case a.Acts() && (prev == nil || a.Member == "" || prev.Member != a.Member):
-		return &v1alpha1.StepRecord{Action: a.String(), Member: a.Member, Since: now}
+		return &stewardv1.StepRecord{Action: a.String(), Member: a.Member, Since: now}
 	case a.Acts():
-		return &v1alpha1.StepRecord{Action: a.String(), Member: a.Member, Since: prev.Since}
+		return &stewardv1.StepRecord{Action: a.String(), Member: a.Member, Since: prev.Since}
 	case prev == nil:
-		return &v1alpha1.StepRecord{Action: string(Wait), Since: now}
+		return &stewardv1.StepRecord{Action: string(Wait), Since: now}
 	}
 	kept := *prev
 	return &kept
@@ -38,7 +38,7 @@ func (v *view) nextStep(a Action) *v1alpha1.StepRecord {
 // deadlineExceeded: the step in progress began longer than progressDeadlineSeconds ago. A paused
 // cluster makes no progress by the user's choice, and waiting for the user to restart clients
 // before the old CA is dropped may rightly take days: neither is a stuck step.
-func (v *view) deadlineExceeded(a Action, step *v1alpha1.StepRecord) bool {
+func (v *view) deadlineExceeded(a Action, step *stewardv1.StepRecord) bool {
 	if a.Kind == Nothing || a.Reason == ReasonPaused || a.Reason == ReasonWaitingForClientRestart || step == nil {
 		return false
 	}

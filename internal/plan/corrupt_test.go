@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -59,7 +59,7 @@ func replaced(name string) func(f *Facts) {
 	return func(f *Facts) {
 		f.dropLive(name)
 		m := f.m(name)
-		m.Phase, m.ID, m.Replacing, m.Pod, m.PVC = v1alpha1.MemberPending, "", true, Pod{}, PVC{}
+		m.Phase, m.ID, m.Replacing, m.Pod, m.PVC = stewardv1.MemberPending, "", true, Pod{}, PVC{}
 	}
 }
 

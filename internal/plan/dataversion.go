@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // A member's data binds the etcd that may start on it, whatever its Pod says: etcd starts only on
@@ -15,9 +15,9 @@ import (
 
 // dataVersion is the version m's data was last written by: what its etcd reports while it
 // answers (current, and ahead of any record), else what was recorded while it last ran.
-func (m *memberView) dataVersion() *v1alpha1.DataVersion {
+func (m *memberView) dataVersion() *stewardv1.DataVersion {
 	if m.ep != nil && m.ep.Reachable && m.ep.Version != "" {
-		return &v1alpha1.DataVersion{Server: m.ep.Version, Storage: m.ep.StorageVersion}
+		return &stewardv1.DataVersion{Server: m.ep.Version, Storage: m.ep.StorageVersion}
 	}
 	return m.DataVersion
 }
@@ -26,7 +26,7 @@ func (m *memberView) dataVersion() *v1alpha1.DataVersion {
 // server that last wrote it (nothing older: a downgrade; nothing two minors newer) and its storage
 // version. Data without a storage version is etcd 3.5's or older: 3.4 and 3.5 write none, and 3.6
 // writes one only once the cluster version is 3.6, so a 3.6 server on it says no more than 3.5.
-func dataVersions(d *v1alpha1.DataVersion) []runningVersion {
+func dataVersions(d *stewardv1.DataVersion) []runningVersion {
 	if d == nil {
 		return nil
 	}
@@ -73,8 +73,8 @@ func (v *view) versionRefused(m *memberView) (Action, bool) {
 }
 
 // memberDataVersions are Decision.DataVersions: each member's data version, by name, where known.
-func (v *view) memberDataVersions() map[string]*v1alpha1.DataVersion {
-	out := map[string]*v1alpha1.DataVersion{}
+func (v *view) memberDataVersions() map[string]*stewardv1.DataVersion {
+	out := map[string]*stewardv1.DataVersion{}
 	for _, m := range v.members {
 		if d := m.dataVersion(); d != nil {
 			out[m.Name] = d

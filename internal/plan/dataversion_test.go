@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -18,7 +18,7 @@ func (f *Facts) runs(name, version, storage string) {
 	t := *m.Template.DeepCopy()
 	m.Pod.Template = &t
 	f.ep(name).Version, f.ep(name).StorageVersion = version, storage
-	m.DataVersion = &v1alpha1.DataVersion{Server: version, Storage: storage}
+	m.DataVersion = &stewardv1.DataVersion{Server: version, Storage: storage}
 }
 
 // midRoll is a 3-member cluster rolling 3.5.17 → 3.6.16 at turn's turn (followers from the
@@ -28,7 +28,7 @@ func (f *Facts) runs(name, version, storage string) {
 func midRoll(t *testing.T, turn string) Facts {
 	f := healthyFacts(t, 3, "")
 	f.lead("c-1")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.16" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.16" })
 	done := true
 	for _, n := range []string{"c-2", "c-1", "c-0"} {
 		switch {
@@ -103,7 +103,7 @@ func TestVersionRefusalNamesTheData(t *testing.T) {
 // over what was recorded.
 func TestVersionEditWaitsForStorageVersion(t *testing.T) {
 	f := healthyFacts(t, 3, "")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.16" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.16" })
 	for _, n := range []string{"c-0", "c-1", "c-2"} {
 		f.runs(n, "3.6.16", "")
 	}
@@ -124,7 +124,7 @@ func TestVersionEditWaitsForStorageVersion(t *testing.T) {
 // on: the Pod is not recreated, and status says why and what to do.
 func TestNoPodBuiltOnDataTooOld(t *testing.T) {
 	f := midRoll(t, "c-0")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.7.3" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.7.3" })
 	f.m("c-0").Template.Version = "3.7.3"
 	f.podGone("c-0")
 	d := Plan(f)
@@ -138,7 +138,7 @@ func TestNoPodBuiltOnDataTooOld(t *testing.T) {
 	}
 	// Nor rolled onto it: its running Pod is not deleted for a rebuild that would be refused.
 	f = midRoll(t, "c-0")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.7.3" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.7.3" })
 	f.runs("c-0", "3.5.17", "")
 	for _, n := range []string{"c-1", "c-2"} {
 		f.runs(n, "3.7.3", "3.6.0")
@@ -152,7 +152,7 @@ func TestNoPodBuiltOnDataTooOld(t *testing.T) {
 // crash-looping (nor as lost data), and status says the version is the problem.
 func TestVersionRefusedPodIsNotReplaced(t *testing.T) {
 	f := midRoll(t, "c-0")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.7.3" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.7.3" })
 	f.Cluster.Spec.Version = "3.7.3"
 	f.m("c-0").Template.Version = "3.7.3"
 	f.m("c-0").Pod.Template.Version = "3.7.3"
@@ -171,7 +171,7 @@ func TestVersionRefusedPodIsNotReplaced(t *testing.T) {
 // the member's record and Pod say 3.7.3 (its etcd never ran 3.7.3), and the member is rolled.
 func TestVersionRefusedPodTakesTheCorrectedSpec(t *testing.T) {
 	f := midRoll(t, "c-0")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.7.3" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.7.3" })
 	f.m("c-0").Template.Version = "3.7.3"
 	f.m("c-0").Pod.Template.Version = "3.7.3"
 	f.crashing("c-0", 5, "Error")
@@ -205,7 +205,7 @@ func TestDataVersionSteps(t *testing.T) {
 		{"3.6.0-custom", "", "3.6.1", true},  // a custom server with no storage version
 		{"3.7.1", "3.7.0", "my-build", true}, // an unparseable target: warned, unchecked
 	} {
-		d := &v1alpha1.DataVersion{Server: tt.server, Storage: tt.storage}
+		d := &stewardv1.DataVersion{Server: tt.server, Storage: tt.storage}
 		ok := true
 		for _, r := range dataVersions(d) {
 			ok = ok && ClassifyVersion(r.version, tt.to).Allowed()
@@ -221,12 +221,12 @@ func TestDataVersionSteps(t *testing.T) {
 func TestDecisionDataVersions(t *testing.T) {
 	f := healthyFacts(t, 3, "")
 	f.ep("c-0").Version, f.ep("c-0").StorageVersion = "3.6.16", "3.6.0"
-	f.m("c-1").DataVersion = &v1alpha1.DataVersion{Server: "3.5.17"}
+	f.m("c-1").DataVersion = &stewardv1.DataVersion{Server: "3.5.17"}
 	f.podGone("c-1")
-	f.m("c-2").DataVersion = &v1alpha1.DataVersion{Server: "3.5.17"}
+	f.m("c-2").DataVersion = &stewardv1.DataVersion{Server: "3.5.17"}
 	*f.ep("c-2") = health.Endpoint{Member: "c-2", Err: "connection refused", Version: ""}
 	d := Plan(f)
-	want := map[string]v1alpha1.DataVersion{"c-0": {Server: "3.6.16", Storage: "3.6.0"},
+	want := map[string]stewardv1.DataVersion{"c-0": {Server: "3.6.16", Storage: "3.6.0"},
 		"c-1": {Server: "3.5.17"}, "c-2": {Server: "3.5.17"}}
 	for n, w := range want {
 		if got := d.DataVersions[n]; got == nil || *got != w {
@@ -245,7 +245,7 @@ func TestDecisionDataVersions(t *testing.T) {
 // adopted is not done: the plan waits (and comes back soon), and both conditions say why.
 func TestRefusedEditIsNotSettled(t *testing.T) {
 	f := healthyFacts(t, 3, "")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.16" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.16" })
 	for _, n := range []string{"c-0", "c-1", "c-2"} {
 		f.runs(n, "3.6.16", "")
 	}

@@ -3,7 +3,7 @@ package plan
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -151,7 +151,7 @@ type Decision struct {
 	Next *Action
 	// Target is the template members are judged against: status.observed, or the spec when the
 	// action adopts it.
-	Target *v1alpha1.MemberTemplate
+	Target *stewardv1.MemberTemplate
 	// Changes maps each member to what it needs; Updated lists members needing nothing.
 	Changes map[string]Change
 	// Outdated are members needing any change, by ordinal; Order are the members still to roll
@@ -161,12 +161,12 @@ type Decision struct {
 	InPlace  []string
 	// DataVersions are, by member, the etcd version its data was last written by: what its etcd
 	// reports while it answers, else its record (nil: never known), for EtcdMember status.dataVersion.
-	DataVersions map[string]*v1alpha1.DataVersion
+	DataVersions map[string]*stewardv1.DataVersion
 	// Members, ReadyMembers, UpdatedMembers and Rollout are ready for EtcdCluster.status.
-	Members        []v1alpha1.MemberStatus
+	Members        []stewardv1.MemberStatus
 	ReadyMembers   int32
 	UpdatedMembers int32
-	Rollout        *v1alpha1.RolloutStatus
+	Rollout        *stewardv1.RolloutStatus
 	// Conditions carry Type, Status, Reason and Message; the controller sets generation and times.
 	Conditions []metav1.Condition
 	// Gate is the recovery gate over every expected voter.
@@ -177,14 +177,14 @@ type Decision struct {
 	// VersionWarning is set when a version could not be parsed (a custom build): accepted, unchecked.
 	VersionWarning string
 	// Step is the step in progress and when it began, for status.lastStep (nil when settled).
-	Step *v1alpha1.StepRecord
+	Step *stewardv1.StepRecord
 	// DeadlineExceeded is true when the step in progress took longer than progressDeadlineSeconds.
 	DeadlineExceeded bool
 	// LostSince, LostObserver and RecoveryPlan are status.quorumRecovery's while etcd does not show
 	// quorum (nil otherwise; LostSince only while its evidence shows the loss).
 	LostSince    *metav1.Time
 	LostObserver string
-	RecoveryPlan *v1alpha1.QuorumRecoveryPlan
+	RecoveryPlan *stewardv1.QuorumRecoveryPlan
 	// DropRecoverAnnotation says why the recover-quorum annotation is to be removed (refused or
 	// not needed); the controller removes it with an Event saying so. "" keeps it.
 	DropRecoverAnnotation string

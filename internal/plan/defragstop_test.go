@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -15,15 +15,15 @@ import (
 // call does: started ago, never closed.
 func defragStarted(name string, ago time.Duration) func(f *Facts) {
 	return func(f *Facts) {
-		f.m(name).Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-ago)))}
+		f.m(name).Defrag = &stewardv1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-ago)))}
 	}
 }
 
 // closeDefrag is what the controller's RecordDefragmentation does to the record.
 func closeDefrag(name string) func(f *Facts) {
 	return func(f *Facts) {
-		f.m(name).Defrag = &v1alpha1.MemberDefragmentation{Last: &v1alpha1.DefragmentationResult{
-			Time: metav1.NewTime(f.Now), Outcome: v1alpha1.DefragmentationInterrupted}}
+		f.m(name).Defrag = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
+			Time: metav1.NewTime(f.Now), Outcome: stewardv1.DefragmentationInterrupted}}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // TestRolloutDocMatchesCompare keeps docs/rollout.md's field table equal to fieldCases, which
@@ -24,7 +24,7 @@ func TestRolloutDocMatchesCompare(t *testing.T) {
 		doc[m[1]] = [3]string{strings.TrimSpace(m[2]), strings.TrimSpace(m[3]), strings.TrimSpace(m[4])}
 	}
 	jsonName := map[string]string{}
-	typ := reflect.TypeOf(v1alpha1.MemberTemplate{})
+	typ := reflect.TypeOf(stewardv1.MemberTemplate{})
 	for i := 0; i < typ.NumField(); i++ {
 		f := typ.Field(i)
 		jsonName[f.Name] = strings.Split(f.Tag.Get("json"), ",")[0]

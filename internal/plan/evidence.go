@@ -1,7 +1,7 @@
 package plan
 
 import (
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/evidence"
 )
 
@@ -35,7 +35,7 @@ func (v *view) quorumEvidence() evidence.Quorum {
 func (v *view) recordedVoters() []*memberView {
 	var out []*memberView
 	for _, m := range v.active() {
-		if m.Phase == v1alpha1.MemberRunning && !m.Replacing {
+		if m.Phase == stewardv1.MemberRunning && !m.Replacing {
 			out = append(out, m)
 		}
 	}

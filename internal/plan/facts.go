@@ -15,14 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
 // Facts are everything one reconcile gathered. The controller fills them from live reads.
 type Facts struct {
 	// Cluster is the EtcdCluster: spec, status.observed, status.clusterID, deletion timestamp.
-	Cluster *v1alpha1.EtcdCluster
+	Cluster *stewardv1.EtcdCluster
 	// Members are the EtcdMember objects of this cluster, with their Pod and PVC.
 	Members []Member
 	// Etcd is what etcd said in this reconcile: member list, endpoint statuses, reads.
@@ -78,7 +78,7 @@ type Member struct {
 	// cached ID, invariant 5).
 	PeerURL string
 	// Phase and ID are the member's recorded status.
-	Phase v1alpha1.MemberPhase
+	Phase stewardv1.MemberPhase
 	ID    string
 	// PhaseSince is when the recorded phase was written; zero when unknown.
 	PhaseSince time.Time
@@ -88,14 +88,14 @@ type Member struct {
 	// the member's finalizer waits for the plan to remove it from etcd and delete its Pod and PVC.
 	Deleting bool
 	// Template is spec.template: what the member's Pod is (or will be) built from.
-	Template v1alpha1.MemberTemplate
+	Template stewardv1.MemberTemplate
 	Pod      Pod
 	PVC      PVC
 	// DataVersion is the member's status.dataVersion: the etcd version its data was last written
 	// by, recorded while its etcd ran; nil when never recorded.
-	DataVersion *v1alpha1.DataVersion
+	DataVersion *stewardv1.DataVersion
 	// Defrag is the member's defragmentation record (status.defragmentation); nil when none.
-	Defrag *v1alpha1.MemberDefragmentation
+	Defrag *stewardv1.MemberDefragmentation
 	// DefragScheduled: spec.maintenance.defragmentation.schedule has fired since the member was
 	// last defragmented (or created).
 	DefragScheduled bool
@@ -134,7 +134,7 @@ type Pod struct {
 	DeletingSince time.Time
 	// Template is the member template the Pod was built from (its annotation); nil when the Pod
 	// does not say (built by an older Steward), in which case the member's record stands for it.
-	Template *v1alpha1.MemberTemplate
+	Template *stewardv1.MemberTemplate
 	// DataLost is the data check's verdict when the etcd container refused to start on its data
 	// directory (empty, or another member's; internal/datacheck); "" otherwise.
 	DataLost string
@@ -266,13 +266,13 @@ func (f *Facts) replicas() int {
 	return int(*f.Cluster.Spec.Replicas)
 }
 
-func (f *Facts) medium() v1alpha1.StorageMedium { return f.Cluster.Spec.Storage.Medium }
+func (f *Facts) medium() stewardv1.StorageMedium { return f.Cluster.Spec.Storage.Medium }
 
-func (f *Facts) memory() bool { return f.medium() == v1alpha1.StorageMediumMemory }
+func (f *Facts) memory() bool { return f.medium() == stewardv1.StorageMediumMemory }
 
-func (f *Facts) strategy() v1alpha1.UpdateStrategyType {
+func (f *Facts) strategy() stewardv1.UpdateStrategyType {
 	if f.Cluster.Spec.UpdateStrategy.Type == "" {
-		return v1alpha1.RollingUpdate
+		return stewardv1.RollingUpdate
 	}
 	return f.Cluster.Spec.UpdateStrategy.Type
 }

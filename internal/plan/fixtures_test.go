@@ -8,13 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
 // healthyFacts returns the facts of a converged, healthy cluster of n members; c-0 leads.
-func healthyFacts(t *testing.T, n int32, med v1alpha1.StorageMedium) Facts {
+func healthyFacts(t *testing.T, n int32, med stewardv1.StorageMedium) Facts {
 	t.Helper()
 	w := formedWorld(t, n, med)
 	return w.facts()
@@ -107,7 +107,7 @@ func (f *Facts) addLearner(name string, caughtUp bool) {
 }
 
 // newMember appends a member object in the given phase with no Pod, PVC or etcd entry.
-func (f *Facts) newMember(ordinal int32, phase v1alpha1.MemberPhase) *Member {
+func (f *Facts) newMember(ordinal int32, phase stewardv1.MemberPhase) *Member {
 	name := memberName(f, ordinal)
 	f.Members = append(f.Members, Member{Name: name, Ordinal: ordinal, PeerURL: peerURL(name), Phase: phase,
 		Template: *f.Cluster.Status.Observed.DeepCopy()})
@@ -115,17 +115,17 @@ func (f *Facts) newMember(ordinal int32, phase v1alpha1.MemberPhase) *Member {
 }
 
 // retarget changes both the spec and the target (already adopted).
-func (f *Facts) retarget(change func(t *v1alpha1.MemberTemplate)) {
+func (f *Facts) retarget(change func(t *stewardv1.MemberTemplate)) {
 	change(&f.Cluster.Spec.MemberTemplate)
 	change(f.Cluster.Status.Observed)
 }
 
 func (f *Facts) setReplicas(n int32) { f.Cluster.Spec.Replicas = &n }
 
-func (f *Facts) memberPhase(name string, p v1alpha1.MemberPhase) { f.m(name).Phase = p }
+func (f *Facts) memberPhase(name string, p stewardv1.MemberPhase) { f.m(name).Phase = p }
 
-func cpu(q string) func(t *v1alpha1.MemberTemplate) {
-	return func(t *v1alpha1.MemberTemplate) {
+func cpu(q string) func(t *stewardv1.MemberTemplate) {
+	return func(t *stewardv1.MemberTemplate) {
 		t.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 	}
 }
@@ -142,9 +142,9 @@ type want struct {
 
 // stepAgo makes the step in progress, and the phase of every member not Running, d old.
 func stepAgo(f *Facts, d time.Duration) {
-	f.Cluster.Status.LastStep = &v1alpha1.StepRecord{Action: "Wait", Since: metav1.NewTime(f.Now.Add(-d))}
+	f.Cluster.Status.LastStep = &stewardv1.StepRecord{Action: "Wait", Since: metav1.NewTime(f.Now.Add(-d))}
 	for i := range f.Members {
-		if f.Members[i].Phase != v1alpha1.MemberRunning {
+		if f.Members[i].Phase != stewardv1.MemberRunning {
 			f.Members[i].PhaseSince = f.Now.Add(-d)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -162,7 +162,7 @@ func TestSequenceRemovalWaitsForRepair(t *testing.T) {
 			w := formedWorld(t, 3, "")
 			w.crashRate = crashRate
 			w.converge(map[int]func(*world){
-				1: func(w *world) { w.member("c-2").phase = v1alpha1.MemberRemoving },
+				1: func(w *world) { w.member("c-2").phase = stewardv1.MemberRemoving },
 				2: killPod("c-1"),
 			})
 			w.assertConverged()
@@ -216,7 +216,7 @@ func TestSequenceFailedPod(t *testing.T) {
 // Defect 5: the minor-step rule reads what members run, not only what is recorded on them.
 func TestVersionHoldReadsRunningVersions(t *testing.T) {
 	f := healthyFacts(t, 3, "")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.4" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.4" })
 	for _, m := range []string{"c-0", "c-1", "c-2"} {
 		f.m(m).Template.Version = "3.6.4" // recorded on every member ...
 		if m != "c-2" {
@@ -290,7 +290,7 @@ func TestUpdatedMeansRunning(t *testing.T) {
 	}
 	g := healthyFacts(t, 3, "")
 	size := resource.MustParse("8Gi")
-	g.retarget(func(t *v1alpha1.MemberTemplate) { t.Storage.Size = &size })
+	g.retarget(func(t *stewardv1.MemberTemplate) { t.Storage.Size = &size })
 	for _, m := range []string{"c-0", "c-1", "c-2"} {
 		g.m(m).Template.Storage.Size = &size
 		g.m(m).PVC.Requested = size // every ExpandPVC done; the volumes have not grown yet
@@ -319,7 +319,7 @@ func TestPlanHardeningRisks(t *testing.T) {
 		{name: "a Failed seed is rebuilt", mutate: func(f *Facts) {
 			f.Members, f.Etcd = nil, health.Facts{MemberListErr: "connection refused"}
 			f.Cluster.Status.ClusterID = ""
-			f.newMember(0, v1alpha1.MemberPending).Pod = Pod{Exists: true, Failed: true}
+			f.newMember(0, stewardv1.MemberPending).Pod = Pod{Exists: true, Failed: true}
 		}, want: want{kind: DeletePod, member: "c-0", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
 		{name: "the member list comes from another cluster: hold", mutate: func(f *Facts) {
 			f.EtcdClusterID = "beef"

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 const imageUnknown = "set --operator-image (or POD_NAME and POD_NAMESPACE so Steward can read its own Pod's image)"
@@ -25,7 +25,7 @@ func TestPlanImageHold(t *testing.T) {
 		{name: "a new member is not added", mutate: all(hold, func(f *Facts) { f.setReplicas(5) }),
 			want: want{kind: Wait, reason: ReasonStewardImageUnknown}},
 		{name: "metadata moves in place", mutate: all(hold, func(f *Facts) {
-			f.retarget(func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"team": "b"} })
+			f.retarget(func(t *stewardv1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"team": "b"} })
 		}), want: want{kind: PatchPodMetadata, member: "c-0"}},
 		{name: "a converged cluster says it could not rebuild a Pod", mutate: hold,
 			want: want{kind: Wait, reason: ReasonStewardImageUnknown, message: "no member Pod can be started: " + imageUnknown}},

@@ -3,13 +3,13 @@ package plan
 import (
 	"testing"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
 // newImage: the target moves to another image and every Pod could take it in place.
 func newImage(f *Facts) {
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:v3.5.17-patched" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Image = "registry.local/etcd:v3.5.17-patched" })
 	for i := range f.Members {
 		f.Members[i].Pod.ImageOnly = true
 		f.Members[i].Pod.Template = f.Members[i].Template.DeepCopy()

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -83,12 +83,12 @@ func (v *view) defragment() (Action, bool) {
 		return Action{}, false
 	}
 	victim := due[0]
-	trigger := v1alpha1.DefragmentationThreshold
+	trigger := stewardv1.DefragmentationThreshold
 	switch {
 	case victim.DefragRequested:
-		trigger = v1alpha1.DefragmentationRequested
+		trigger = stewardv1.DefragmentationRequested
 	case victim.DefragScheduled:
-		trigger = v1alpha1.DefragmentationSchedule
+		trigger = stewardv1.DefragmentationSchedule
 	}
 	a := act(Defragment, victim.Name, ReasonDefragmenting, "defragmenting %s (%s: %s of %s in use)", victim.Name,
 		trigger, bytes(victim.ep.DBSizeInUse), bytes(victim.ep.DBSize))
@@ -112,7 +112,7 @@ func (v *view) defragment() (Action, bool) {
 func (v *view) defragDue() []*memberView {
 	var due []*memberView
 	for _, m := range v.active() {
-		if v.kept(m) && m.voter() && m.Phase == v1alpha1.MemberRunning && m.ep != nil && m.ep.DBSize > 0 &&
+		if v.kept(m) && m.voter() && m.Phase == stewardv1.MemberRunning && m.ep != nil && m.ep.DBSize > 0 &&
 			!v.defragBackingOff(m) && v.defragWanted(m) {
 			due = append(due, m)
 		}
@@ -154,18 +154,18 @@ func (v *view) fragmented(m *memberView) bool {
 // defragBackingOff: after a failure a member waits 1, 2, 4 ... 32 minutes before the next try.
 func (v *view) defragBackingOff(m *memberView) bool {
 	d := m.Defrag
-	if d == nil || d.Last == nil || d.Last.Outcome != v1alpha1.DefragmentationFailed || d.ConsecutiveFailures == 0 {
+	if d == nil || d.Last == nil || d.Last.Outcome != stewardv1.DefragmentationFailed || d.ConsecutiveFailures == 0 {
 		return false
 	}
 	wait := time.Minute << min(d.ConsecutiveFailures-1, 5)
 	return v.f.Now.Before(d.Last.Time.Add(wait))
 }
 
-func (v *view) defragSpec() v1alpha1.DefragmentationSpec {
+func (v *view) defragSpec() stewardv1.DefragmentationSpec {
 	if mt := v.f.Cluster.Spec.Maintenance; mt != nil {
 		return mt.Defragmentation
 	}
-	return v1alpha1.DefragmentationSpec{}
+	return stewardv1.DefragmentationSpec{}
 }
 
 // fragmentation is the share of the member's file that is free pages, in per mille.

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -31,21 +31,21 @@ func all(muts ...func(f *Facts)) func(f *Facts) {
 	}
 }
 
-func defragSpec(edit func(d *v1alpha1.DefragmentationSpec)) func(f *Facts) {
+func defragSpec(edit func(d *stewardv1.DefragmentationSpec)) func(f *Facts) {
 	return func(f *Facts) {
 		if f.Cluster.Spec.Maintenance == nil {
-			f.Cluster.Spec.Maintenance = &v1alpha1.MaintenanceSpec{}
+			f.Cluster.Spec.Maintenance = &stewardv1.MaintenanceSpec{}
 		}
 		edit(&f.Cluster.Spec.Maintenance.Defragmentation)
 	}
 }
 
-func lastDefrag(name string, outcome v1alpha1.DefragmentationOutcome, ago time.Duration, failures int32) func(f *Facts) {
+func lastDefrag(name string, outcome stewardv1.DefragmentationOutcome, ago time.Duration, failures int32) func(f *Facts) {
 	return func(f *Facts) {
 		at := metav1.NewTime(f.Now.Add(-ago))
-		d := &v1alpha1.MemberDefragmentation{Last: &v1alpha1.DefragmentationResult{Time: at, Outcome: outcome, Message: "context deadline exceeded"},
+		d := &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{Time: at, Outcome: outcome, Message: "context deadline exceeded"},
 			ConsecutiveFailures: failures}
-		if outcome == v1alpha1.DefragmentationSucceeded {
+		if outcome == stewardv1.DefragmentationSucceeded {
 			d.LastSucceeded = &at
 		}
 		f.m(name).Defrag = d
@@ -58,7 +58,7 @@ func TestPlanDefragmentation(t *testing.T) {
 	tests := []struct {
 		name   string
 		n      int32
-		medium v1alpha1.StorageMedium
+		medium stewardv1.StorageMedium
 		mutate func(f *Facts)
 		want   want
 	}{
@@ -76,12 +76,12 @@ func TestPlanDefragmentation(t *testing.T) {
 			want: want{kind: Defragment, member: "c-1", disruption: disruption.Defragment}},
 		{name: "below 100Mi: not worth a disruption", mutate: sizes("c-1", 99, 1), want: want{kind: Nothing}},
 		{name: "thresholds are configurable", mutate: all(sizes("c-1", 20, 15),
-			defragSpec(func(d *v1alpha1.DefragmentationSpec) {
+			defragSpec(func(d *stewardv1.DefragmentationSpec) {
 				d.FragmentationPercent, d.MinDBSize = ptr.To[int32](20), ptr.To(resource.MustParse("16Mi"))
 			})),
 			want: want{kind: Defragment, member: "c-1", disruption: disruption.Defragment}},
 		{name: "enabled: false turns it off", mutate: all(fragmented,
-			defragSpec(func(d *v1alpha1.DefragmentationSpec) { d.Enabled = ptr.To(false) })), want: want{kind: Nothing}},
+			defragSpec(func(d *stewardv1.DefragmentationSpec) { d.Enabled = ptr.To(false) })), want: want{kind: Nothing}},
 		{name: "the schedule defragments a member whatever its fragmentation",
 			mutate: func(f *Facts) { f.m("c-1").DefragScheduled = true; sizes("c-1", 10, 9)(f) },
 			want:   want{kind: Defragment, member: "c-1", disruption: disruption.Defragment, message: "Schedule"}},
@@ -89,7 +89,7 @@ func TestPlanDefragmentation(t *testing.T) {
 			mutate: func(f *Facts) { f.m("c-1").DefragRequested = true; sizes("c-1", 10, 9)(f) },
 			want:   want{kind: Defragment, member: "c-1", disruption: disruption.Defragment, message: "Requested"}},
 		{name: "a request is honoured with enabled: false (which stops only Steward's own decisions)", mutate: all(fragmented,
-			defragSpec(func(d *v1alpha1.DefragmentationSpec) { d.Enabled = ptr.To(false) }),
+			defragSpec(func(d *stewardv1.DefragmentationSpec) { d.Enabled = ptr.To(false) }),
 			func(f *Facts) { f.m("c-0").DefragRequested = true }),
 			want: want{kind: MoveLeader, member: "c-0", target: "c-1", reason: ReasonMovingLeader, message: "before defragmenting it"}},
 		{name: "a request for every member: followers first", mutate: func(f *Facts) {
@@ -105,34 +105,34 @@ func TestPlanDefragmentation(t *testing.T) {
 		{name: "a roll comes first", mutate: all(fragmented, func(f *Facts) { f.retarget(cpu("1")) }),
 			want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
 		{name: "not again within 10 minutes of a success", mutate: all(sizes("c-1", 200, 50),
-			lastDefrag("c-1", v1alpha1.DefragmentationSucceeded, 9*time.Minute, 0)), want: want{kind: Nothing}},
+			lastDefrag("c-1", stewardv1.DefragmentationSucceeded, 9*time.Minute, 0)), want: want{kind: Nothing}},
 		{name: "again after 10 minutes", mutate: all(sizes("c-1", 200, 50),
-			lastDefrag("c-1", v1alpha1.DefragmentationSucceeded, 11*time.Minute, 0)),
+			lastDefrag("c-1", stewardv1.DefragmentationSucceeded, 11*time.Minute, 0)),
 			want: want{kind: Defragment, member: "c-1", disruption: disruption.Defragment}},
 		{name: "after 2 failures a member waits 2 minutes", mutate: all(sizes("c-1", 200, 50),
-			lastDefrag("c-1", v1alpha1.DefragmentationFailed, 90*time.Second, 2)), want: want{kind: Nothing}},
+			lastDefrag("c-1", stewardv1.DefragmentationFailed, 90*time.Second, 2)), want: want{kind: Nothing}},
 		{name: "and then tries again", mutate: all(sizes("c-1", 200, 50),
-			lastDefrag("c-1", v1alpha1.DefragmentationFailed, 121*time.Second, 2)),
+			lastDefrag("c-1", stewardv1.DefragmentationFailed, 121*time.Second, 2)),
 			want: want{kind: Defragment, member: "c-1", disruption: disruption.Defragment}},
 		{name: "a backing-off member lets the next one go", mutate: all(sizes("c-1", 200, 50), sizes("c-2", 200, 60),
-			lastDefrag("c-2", v1alpha1.DefragmentationFailed, time.Minute, 6)),
+			lastDefrag("c-2", stewardv1.DefragmentationFailed, time.Minute, 6)),
 			want: want{kind: Defragment, member: "c-1", disruption: disruption.Defragment}},
 		{name: "a single member only with allowDowntime", n: 1, mutate: sizes("c-0", 300, 10), want: want{kind: Nothing}},
 		{name: "a single member with allowDowntime", n: 1, mutate: all(sizes("c-0", 300, 10),
 			func(f *Facts) { f.Cluster.Spec.UpdateStrategy.AllowDowntime = true }),
 			want: want{kind: Defragment, member: "c-0", disruption: disruption.Defragment}},
-		{name: "memory members are defragmented in place (their data stays)", medium: v1alpha1.StorageMediumMemory,
+		{name: "memory members are defragmented in place (their data stays)", medium: stewardv1.StorageMediumMemory,
 			mutate: sizes("c-2", 300, 10), want: want{kind: Defragment, member: "c-2", disruption: disruption.Defragment}},
 		{name: "an interrupted defragmentation is closed once the member serves", mutate: func(f *Facts) {
-			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
+			f.m("c-1").Defrag = &stewardv1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
 		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted}},
 		{name: "until then the member counts as disrupted: nothing else goes", mutate: all(fragmented, func(f *Facts) {
-			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
+			f.m("c-1").Defrag = &stewardv1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
 			f.ep("c-1").ReadOK = false
 			f.retarget(cpu("1"))
 		}), want: want{kind: Wait, reason: ReasonDefragmenting, message: "c-1 is defragmenting"}},
 		{name: "a gone member's record is closed before its repair (defragstop_test.go)", mutate: func(f *Facts) {
-			f.m("c-1").Defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
+			f.m("c-1").Defrag = &stewardv1.MemberDefragmentation{StartedAt: ptr.To(metav1.NewTime(f.Now.Add(-time.Minute)))}
 			f.podGone("c-1")
 		}, want: want{kind: RecordDefragmentation, member: "c-1", reason: ReasonDefragmentationInterrupted, message: "its Pod is gone"}},
 	}
@@ -147,9 +147,9 @@ func TestDefragmentationStatus(t *testing.T) {
 	d := planFor(t, 3, "", all(sizes("c-1", 200, 50), func(f *Facts) {
 		f.m("c-1").Template.Options.QuotaBackendBytes = ptr.To(resource.MustParse("400Mi"))
 		nospace("c-1")(f)
-		lastDefrag("c-2", v1alpha1.DefragmentationFailed, time.Second, 3)(f)
+		lastDefrag("c-2", stewardv1.DefragmentationFailed, time.Second, 3)(f)
 	}))
-	var c1 v1alpha1.MemberStatus
+	var c1 stewardv1.MemberStatus
 	for _, m := range d.Members {
 		if m.Name == "c-1" {
 			c1 = m
@@ -167,7 +167,7 @@ func TestDefragmentationStatus(t *testing.T) {
 	if deg := d.Condition(ConditionDegraded); deg.Reason != string(ReasonInvalidDefragmentationSchedule) || !strings.Contains(deg.Message, `"99" is invalid`) {
 		t.Errorf("bad schedule: Degraded = %+v", deg)
 	}
-	d = planFor(t, 3, "", lastDefrag("c-2", v1alpha1.DefragmentationFailed, time.Second, 2))
+	d = planFor(t, 3, "", lastDefrag("c-2", stewardv1.DefragmentationFailed, time.Second, 2))
 	if deg := d.Condition(ConditionDegraded); deg.Status != "False" {
 		t.Errorf("2 failures: Degraded = %+v", deg)
 	}

@@ -3,7 +3,7 @@ package plan
 import (
 	"time"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -49,35 +49,35 @@ func (v *view) halfDoneMembership() (a Action, ok bool, waiting *Action) {
 // recordPhases brings recorded phases in line with the live member list.
 func (v *view) recordPhases() (Action, bool) {
 	for _, m := range v.members {
-		if m.Deleting || m.Phase == v1alpha1.MemberRemoving {
+		if m.Deleting || m.Phase == stewardv1.MemberRemoving {
 			continue // the removal flow owns these
 		}
 		switch {
-		case m.learner() && m.Phase != v1alpha1.MemberLearner:
-			return record(m, v1alpha1.MemberLearner, "MemberAddAsLearner already happened"), true
-		case m.voter() && m.Phase != v1alpha1.MemberRunning:
-			return record(m, v1alpha1.MemberRunning, "the member is already a voter"), true
+		case m.learner() && m.Phase != stewardv1.MemberLearner:
+			return record(m, stewardv1.MemberLearner, "MemberAddAsLearner already happened"), true
+		case m.voter() && m.Phase != stewardv1.MemberRunning:
+			return record(m, stewardv1.MemberRunning, "the member is already a voter"), true
 		case m.inEtcd() && m.ID != m.recordedID():
 			return record(m, m.Phase, "recording the live member ID"), true
 		case m.inEtcd():
 			continue
-		case m.Phase == v1alpha1.MemberJoining:
+		case m.Phase == stewardv1.MemberJoining:
 			if r := v.gateRunning(); !r.Passed() {
 				// MemberAdd never happened; withdraw the intent so a repair can run first.
-				return record(m, v1alpha1.MemberPending, "withdrawing the join until the cluster is healthy: "+r.String()), true
+				return record(m, stewardv1.MemberPending, "withdrawing the join until the cluster is healthy: "+r.String()), true
 			}
 			return act(AddLearner, m.Name, ReasonJoiningMember, "MemberAddAsLearner for %s did not happen yet; adding it", m.Name), true
-		case m.Phase == v1alpha1.MemberLearner || m.Phase == v1alpha1.MemberRunning:
+		case m.Phase == stewardv1.MemberLearner || m.Phase == stewardv1.MemberRunning:
 			// Gone from etcd behind our back: its data is stale; replace it through the removal flow.
-			a := record(m, v1alpha1.MemberRemoving, "the member left etcd; replacing it")
-			a.Replacing = m.Phase == v1alpha1.MemberRunning
+			a := record(m, stewardv1.MemberRemoving, "the member left etcd; replacing it")
+			a.Replacing = m.Phase == stewardv1.MemberRunning
 			return a, true
 		}
 	}
 	return Action{}, false
 }
 
-func record(m *memberView, p v1alpha1.MemberPhase, why string) Action {
+func record(m *memberView, p stewardv1.MemberPhase, why string) Action {
 	a := act(RecordPhase, m.Name, ReasonRecordingProgress, "%s: recording phase %s (%s)", m.Name, p, why)
 	a.Phase, a.MemberID = p, m.id()
 	return a
@@ -108,7 +108,7 @@ func (v *view) learners() (Action, bool) {
 		return Action{}, false
 	}
 	l := ours[0]
-	if l.Deleting || l.Phase == v1alpha1.MemberRemoving {
+	if l.Deleting || l.Phase == stewardv1.MemberRemoving {
 		return Action{}, false // the removal flow owns it
 	}
 	return v.learner(l), true
@@ -150,7 +150,7 @@ func (v *view) learner(l *memberView) Action {
 func (v *view) removals() (_ Action, _ bool, waiting *Action) {
 	for i := len(v.members) - 1; i >= 0; i-- {
 		m := v.members[i]
-		if !m.Deleting && m.Phase != v1alpha1.MemberRemoving {
+		if !m.Deleting && m.Phase != stewardv1.MemberRemoving {
 			continue
 		}
 		if !m.inEtcd() {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -26,7 +26,7 @@ const (
 // first, everything before the head if that was not enough); disarm when every file fits.
 func (v *view) noSpace() (Action, bool) {
 	e := v.f.Etcd
-	if !e.HasAlarm(health.AlarmNoSpace) || v.f.Cluster.Spec.NoSpacePolicy() != v1alpha1.NoSpaceRecover || !e.MemberListKnown() {
+	if !e.HasAlarm(health.AlarmNoSpace) || v.f.Cluster.Spec.NoSpacePolicy() != stewardv1.NoSpaceRecover || !e.MemberListKnown() {
 		return Action{}, false
 	}
 	if e.HasAlarm(health.AlarmCorrupt) {
@@ -98,7 +98,7 @@ func (v *view) noSpaceDefragment(m *memberView) Action {
 	}
 	a := act(Defragment, m.Name, ReasonRecoveringFromNoSpace, "defragmenting %s to recover from NOSPACE (%s of %s in use)", m.Name,
 		bytes(m.ep.DBSizeInUse), bytes(m.ep.DBSize))
-	a.DefragTrigger = v1alpha1.DefragmentationNoSpace
+	a.DefragTrigger = stewardv1.DefragmentationNoSpace
 	res, _ := v.disrupt(a, disruption.Defragment)
 	return res
 }
@@ -111,7 +111,7 @@ func (v *view) noSpaceCompact(voters []*memberView) Action {
 	for _, m := range voters {
 		head = max(head, m.ep.Revision)
 	}
-	var last *v1alpha1.CompactionRecord
+	var last *stewardv1.CompactionRecord
 	if s := v.f.Cluster.Status.Maintenance; s != nil {
 		last = s.LastCompaction
 	}

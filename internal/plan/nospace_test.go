@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -34,10 +34,10 @@ func head(rev int64) func(f *Facts) {
 // compactedTo records Steward's last compaction, and every member defragmented since.
 func compactedTo(rev int64) func(f *Facts) {
 	return func(f *Facts) {
-		f.Cluster.Status.Maintenance = &v1alpha1.MaintenanceStatus{LastCompaction: &v1alpha1.CompactionRecord{Revision: rev,
+		f.Cluster.Status.Maintenance = &stewardv1.MaintenanceStatus{LastCompaction: &stewardv1.CompactionRecord{Revision: rev,
 			Time: metav1.NewTime(f.Now.Add(-time.Hour))}}
 		for _, n := range []string{"c-0", "c-1", "c-2"} {
-			f.m(n).Defrag = &v1alpha1.MemberDefragmentation{AfterCompaction: rev}
+			f.m(n).Defrag = &stewardv1.MemberDefragmentation{AfterCompaction: rev}
 		}
 	}
 }
@@ -80,7 +80,7 @@ func TestPlanNoSpace(t *testing.T) {
 		{name: "an old compaction from an earlier episode does not count", mutate: all(full, compactedTo(10_000)),
 			want: want{kind: Compact, message: "up to revision 49000"}},
 		{name: "Report only says so", mutate: all(full, func(f *Facts) {
-			f.Cluster.Spec.Maintenance = &v1alpha1.MaintenanceSpec{NoSpace: v1alpha1.NoSpaceReport}
+			f.Cluster.Spec.Maintenance = &stewardv1.MaintenanceSpec{NoSpace: stewardv1.NoSpaceReport}
 		}), want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "NOSPACE alarm raised"}},
 		{name: "CORRUPT as well: nothing is compacted or disarmed", mutate: all(full, func(f *Facts) {
 			f.Etcd.Alarms = append(f.Etcd.Alarms, health.Alarm{MemberID: f.live("c-2").ID, Type: health.AlarmCorrupt})
@@ -90,7 +90,7 @@ func TestPlanNoSpace(t *testing.T) {
 		{name: "a member that does not answer holds the recovery", mutate: all(full, func(f *Facts) { f.silence("c-2") }),
 			want: want{kind: Wait, reason: ReasonRecoveringFromNoSpace, message: "waits for c-2 to answer"}},
 		{name: "a failing member backs off; the next one goes", mutate: all(full, sizes("c-1", 100, 40), sizes("c-2", 100, 50),
-			lastDefrag("c-1", v1alpha1.DefragmentationFailed, 10*time.Second, 1)),
+			lastDefrag("c-1", stewardv1.DefragmentationFailed, 10*time.Second, 1)),
 			want: want{kind: Defragment, member: "c-2", disruption: disruption.Defragment}},
 		{name: "a single member with allowDowntime", n: 1, mutate: all(nospace("c-0"), quotaMiB(100), sizes("c-0", 100, 30),
 			func(f *Facts) { f.Cluster.Spec.UpdateStrategy.AllowDowntime = true }),
@@ -98,7 +98,7 @@ func TestPlanNoSpace(t *testing.T) {
 		{name: "a single member without it says what blocks", n: 1, mutate: all(nospace("c-0"), quotaMiB(100), sizes("c-0", 100, 30)),
 			want: want{kind: Wait, reason: ReasonBlocked, message: "allowDowntime"}},
 		{name: "disabled threshold defragmentation does not stop the recovery", mutate: all(full, sizes("c-2", 100, 10),
-			defragSpec(func(d *v1alpha1.DefragmentationSpec) { d.Enabled = ptr.To(false) })),
+			defragSpec(func(d *stewardv1.DefragmentationSpec) { d.Enabled = ptr.To(false) })),
 			want: want{kind: Defragment, member: "c-2", disruption: disruption.Defragment}},
 	}
 	for _, tt := range tests {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -16,7 +16,7 @@ import (
 type planCase struct {
 	name   string
 	n      int32
-	medium v1alpha1.StorageMedium
+	medium stewardv1.StorageMedium
 	mutate func(f *Facts)
 	want   want
 }
@@ -31,7 +31,7 @@ func runPlanCases(t *testing.T, cases []planCase) {
 }
 
 // planFor plans on a healthy cluster of n members (3 when n is 0), changed by mutate.
-func planFor(t *testing.T, n int32, medium v1alpha1.StorageMedium, mutate func(*Facts)) Decision {
+func planFor(t *testing.T, n int32, medium stewardv1.StorageMedium, mutate func(*Facts)) Decision {
 	t.Helper()
 	if n == 0 {
 		n = 3
@@ -71,7 +71,7 @@ func TestPlanBootstrap(t *testing.T) {
 	}
 	seedPending := func(f *Facts) {
 		fresh(f)
-		f.newMember(0, v1alpha1.MemberPending)
+		f.newMember(0, stewardv1.MemberPending)
 	}
 	runPlanCases(t, []planCase{
 		{name: "first reconcile latches the target", mutate: func(f *Facts) { fresh(f); f.Cluster.Status.Observed = nil },
@@ -130,7 +130,7 @@ func TestPlanBootstrap(t *testing.T) {
 		{name: "replicas 0 before forming: nothing", mutate: func(f *Facts) { fresh(f); f.setReplicas(0) },
 			want: want{kind: Nothing, reason: ReasonDormant}},
 		{name: "seed listed but recorded Pending: record it", mutate: func(f *Facts) {
-			f.memberPhase("c-0", v1alpha1.MemberPending)
+			f.memberPhase("c-0", stewardv1.MemberPending)
 			f.m("c-0").ID = ""
 		}, want: want{kind: RecordPhase, member: "c-0", reason: ReasonRecordingProgress}},
 		{name: "a formed cluster never bootstraps again, even unreachable", n: 1, mutate: func(f *Facts) {
@@ -138,7 +138,7 @@ func TestPlanBootstrap(t *testing.T) {
 			f.Etcd = health.Facts{MemberListErr: "connection refused"}
 		}, want: want{kind: CreatePod, member: "c-0", reason: ReasonMemberPodMissing}},
 		{name: "clusterID alone proves the cluster formed", n: 1, mutate: func(f *Facts) {
-			f.Members[0].Phase, f.Members[0].ID = v1alpha1.MemberPending, ""
+			f.Members[0].Phase, f.Members[0].ID = stewardv1.MemberPending, ""
 			f.podGone("c-0")
 			f.Etcd = health.Facts{MemberListErr: "connection refused"}
 		}, want: want{kind: Wait, reason: ReasonQuorumLost}},
@@ -171,30 +171,30 @@ func TestPlanScale(t *testing.T) {
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "LinearizableRead"}},
 		{name: "down to 1", n: 2, mutate: func(f *Facts) { f.setReplicas(1) },
 			want: want{kind: DeleteMember, member: "c-1"}},
-		{name: "pending member above replicas goes", mutate: func(f *Facts) { f.newMember(3, v1alpha1.MemberPending) },
+		{name: "pending member above replicas goes", mutate: func(f *Facts) { f.newMember(3, stewardv1.MemberPending) },
 			want: want{kind: DeleteMember, member: "c-3", reason: ReasonScalingDown}},
-		{name: "pending member: add as learner", mutate: func(f *Facts) { f.setReplicas(4); f.newMember(3, v1alpha1.MemberPending) },
+		{name: "pending member: add as learner", mutate: func(f *Facts) { f.setReplicas(4); f.newMember(3, stewardv1.MemberPending) },
 			want: want{kind: AddLearner, member: "c-3", reason: ReasonJoiningMember}},
 		{name: "pending member waits for health", mutate: func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberPending)
+			f.newMember(3, stewardv1.MemberPending)
 			f.ep("c-2").AppliedIndex = 0
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "adding c-3"}},
 		{name: "pending member with a leftover Pod: delete it", mutate: func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberPending).Pod = Pod{Exists: true, Ready: true}
+			f.newMember(3, stewardv1.MemberPending).Pod = Pod{Exists: true, Ready: true}
 		}, want: want{kind: DeletePod, member: "c-3", reason: ReasonCleaningUp, disruption: disruption.Restart}},
 		{name: "pending member with a leftover PVC: delete it", mutate: func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberPending).PVC = PVC{Exists: true}
+			f.newMember(3, stewardv1.MemberPending).PVC = PVC{Exists: true}
 		}, want: want{kind: DeletePVC, member: "c-3", disruption: disruption.DeleteData}},
 		{name: "pending member with a foreign PVC: never deleted", mutate: func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberPending).PVC = PVC{Exists: true, Foreign: true}
+			f.newMember(3, stewardv1.MemberPending).PVC = PVC{Exists: true, Foreign: true}
 		}, want: want{kind: Wait, reason: ReasonForeignPVC}},
 		{name: "never scale while a learner exists: it is promoted first", mutate: func(f *Facts) {
 			f.setReplicas(5)
-			f.newMember(3, v1alpha1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
+			f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
 			f.addLearner("c-3", true)
 		}, want: want{kind: PromoteLearner, member: "c-3"}},
 	})
@@ -208,7 +208,7 @@ func TestPlanLearners(t *testing.T) {
 	learner := func(ready, caughtUp bool) func(f *Facts) {
 		return func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberLearner).Pod = Pod{Exists: true, Ready: ready}
+			f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Ready: ready}
 			f.addLearner("c-3", caughtUp)
 		}
 	}
@@ -243,7 +243,7 @@ func TestPlanLearners(t *testing.T) {
 		{name: "two learners: the newest goes", mutate: func(f *Facts) {
 			learner(true, true)(f)
 			f.setReplicas(5)
-			f.newMember(4, v1alpha1.MemberLearner).ID = "98"
+			f.newMember(4, stewardv1.MemberLearner).ID = "98"
 			f.Etcd.Members = append(f.Etcd.Members, health.Member{ID: 0x98, PeerURLs: []string{peerURL("c-4")}, IsLearner: true})
 		}, want: want{kind: RemoveMember, member: "c-4", reason: ReasonExtraLearner, disruption: disruption.Remove}},
 		{name: "a learner nobody owns goes first", mutate: func(f *Facts) {
@@ -251,7 +251,7 @@ func TestPlanLearners(t *testing.T) {
 		}, want: want{kind: RemoveMember, member: "unknown-member-77", reason: ReasonRemovingUnknownMember, disruption: disruption.Remove}},
 		{name: "joined but not recorded: record Learner", mutate: func(f *Facts) {
 			learner(true, false)(f)
-			f.memberPhase("c-3", v1alpha1.MemberJoining)
+			f.memberPhase("c-3", stewardv1.MemberJoining)
 		}, want: want{kind: RecordPhase, member: "c-3", message: "MemberAddAsLearner already happened"}},
 		{name: "promoted but not recorded: record Running", mutate: func(f *Facts) {
 			learner(true, true)(f)
@@ -259,11 +259,11 @@ func TestPlanLearners(t *testing.T) {
 		}, want: want{kind: RecordPhase, member: "c-3", message: "already a voter"}},
 		{name: "join intent without MemberAdd: add it", mutate: func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberJoining)
+			f.newMember(3, stewardv1.MemberJoining)
 		}, want: want{kind: AddLearner, member: "c-3", message: "did not happen yet"}},
 		{name: "join intent without MemberAdd, cluster unhealthy: withdraw it", mutate: func(f *Facts) {
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberJoining)
+			f.newMember(3, stewardv1.MemberJoining)
 			f.ep("c-1").Healthy = false
 		}, want: want{kind: RecordPhase, member: "c-3", message: "withdrawing"}},
 	})
@@ -272,7 +272,7 @@ func TestPlanLearners(t *testing.T) {
 // TestPlanRemovals: a member deleting; finishing half-done removals from the live list.
 func TestPlanRemovals(t *testing.T) {
 	removing := func(name string) func(f *Facts) {
-		return func(f *Facts) { f.memberPhase(name, v1alpha1.MemberRemoving) }
+		return func(f *Facts) { f.memberPhase(name, stewardv1.MemberRemoving) }
 	}
 	gone := func(name string) func(f *Facts) {
 		return func(f *Facts) { removing(name)(f); f.dropLive(name) }

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/evidence"
 )
 
@@ -44,13 +44,13 @@ func (v *view) quorumRecovery() (Action, bool) {
 		from = "backup " + p.RestoreFrom
 	}
 	a := act(StartRecovery, p.Survivor, ReasonRecoveringQuorum, "recovering quorum from %s (%s): %s", from, trigger, p.Loss)
-	a.Recovery = &v1alpha1.QuorumRecoveryProgress{Survivor: p.Survivor, RestoreFrom: p.RestoreFrom, Stage: v1alpha1.RecoveryFencing,
+	a.Recovery = &stewardv1.QuorumRecoveryProgress{Survivor: p.Survivor, RestoreFrom: p.RestoreFrom, Stage: stewardv1.RecoveryFencing,
 		Since: metav1.NewTime(v.f.Now), Trigger: trigger, Revision: p.Revision, Discarded: p.Discarded,
 		Evidence: q.Summary(v.order())}
 	return a, true
 }
 
-func (v *view) recoveryInProgress() *v1alpha1.QuorumRecoveryProgress {
+func (v *view) recoveryInProgress() *stewardv1.QuorumRecoveryProgress {
 	if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil {
 		return qr.InProgress
 	}
@@ -58,7 +58,7 @@ func (v *view) recoveryInProgress() *v1alpha1.QuorumRecoveryProgress {
 }
 
 func (v *view) recoverAnnotation() string {
-	return strings.TrimSpace(v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorum])
+	return strings.TrimSpace(v.f.Cluster.Annotations[stewardv1.AnnotationRecoverQuorum])
 }
 
 // recoveryTrigger: the annotation's value, or Automatic once the running operator has seen etcd's
@@ -71,7 +71,7 @@ func (v *view) recoveryTrigger(q evidence.Quorum) string {
 		return t
 	}
 	ql := v.f.Cluster.Spec.QuorumLoss
-	if ql == nil || ql.Policy != v1alpha1.QuorumLossAutomatic {
+	if ql == nil || ql.Policy != stewardv1.QuorumLossAutomatic {
 		return ""
 	}
 	after := defaultRecoveryAfter
@@ -110,13 +110,13 @@ func (v *view) evidenceRefusal(trigger string, q evidence.Quorum) string {
 	}
 	return fmt.Sprintf("%s; Steward recovers only on etcd's evidence that quorum is lost, never on members it cannot reach. "+
 		"If they are gone for good, confirm with the annotation %s=%s beside %s", q.Summary(v.order()),
-		v1alpha1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), v1alpha1.AnnotationRecoverQuorum)
+		stewardv1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), stewardv1.AnnotationRecoverQuorum)
 }
 
 // confirmed: the human's confirmation names this cluster's etcd ID.
 func (v *view) confirmed() bool {
 	id := v.f.Cluster.Status.ClusterID
-	return id != "" && strings.TrimSpace(v.f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorumConfirm]) == id
+	return id != "" && strings.TrimSpace(v.f.Cluster.Annotations[stewardv1.AnnotationRecoverQuorumConfirm]) == id
 }
 
 func (v *view) clusterIDOrPlaceholder() string {
@@ -134,21 +134,21 @@ func (v *view) dropRecoverAnnotation(q evidence.Quorum) string {
 		return ""
 	}
 	if _, _, ok := v.quorum(); ok || !v.formed() || q.State == evidence.Held {
-		return fmt.Sprintf("%s=%s is not needed: quorum is healthy", v1alpha1.AnnotationRecoverQuorum, t)
+		return fmt.Sprintf("%s=%s is not needed: quorum is healthy", stewardv1.AnnotationRecoverQuorum, t)
 	}
 	if why := v.evidenceRefusal(t, q); why != "" {
-		return fmt.Sprintf("%s=%s is refused: %s", v1alpha1.AnnotationRecoverQuorum, t, why)
+		return fmt.Sprintf("%s=%s is refused: %s", stewardv1.AnnotationRecoverQuorum, t, why)
 	}
 	if p := v.recoveryPlan(t); p.Refused != "" {
-		return fmt.Sprintf("%s=%s is refused: %s", v1alpha1.AnnotationRecoverQuorum, t, p.Refused)
+		return fmt.Sprintf("%s=%s is refused: %s", stewardv1.AnnotationRecoverQuorum, t, p.Refused)
 	}
 	return ""
 }
 
 // recoveryPlan picks the survivor: a member with data whose etcd answers, the highest raft index
 // first, the lowest ordinal on a tie; trigger "auto"/Automatic takes it, a member name insists.
-func (v *view) recoveryPlan(trigger string) v1alpha1.QuorumRecoveryPlan {
-	var p v1alpha1.QuorumRecoveryPlan
+func (v *view) recoveryPlan(trigger string) stewardv1.QuorumRecoveryPlan {
+	var p stewardv1.QuorumRecoveryPlan
 	if v.f.memory() {
 		return v.restorePlan("storage is Memory: a survivor's data lives only in its running Pod, and starting it with " +
 			"--force-new-cluster means restarting it")
@@ -205,21 +205,21 @@ func (v *view) recoveryPlan(trigger string) v1alpha1.QuorumRecoveryPlan {
 // restorePlan offers the newest successful backup of this cluster when no member can be a survivor:
 // every member is dropped (PVCs kept, detached) and a new seed is restored from it, with the
 // revision bump of a restore. Without one, nothing can be recovered here.
-func (v *view) restorePlan(why string) v1alpha1.QuorumRecoveryPlan {
+func (v *view) restorePlan(why string) stewardv1.QuorumRecoveryPlan {
 	if held := v.dataHolders(); len(held) > 0 {
-		return v1alpha1.QuorumRecoveryPlan{Discarded: v.names(), Refused: why + "; " + strings.Join(held, ", ") + " keep their PVCs " +
+		return stewardv1.QuorumRecoveryPlan{Discarded: v.names(), Refused: why + "; " + strings.Join(held, ", ") + " keep their PVCs " +
 			"and may hold writes newer than any backup: Steward rebuilds from a backup only when no member has data, and " +
 			"recreates their Pods on their PVCs meanwhile (delete those PVCs to choose the backup)"}
 	}
-	var b *v1alpha1.BackupRef
+	var b *stewardv1.BackupRef
 	if s := v.f.Cluster.Status.Backup; s != nil {
 		b = s.LastSuccessfulBackup
 	}
 	if b == nil {
-		return v1alpha1.QuorumRecoveryPlan{Refused: why + ", and this cluster has no successful EtcdBackup; restore one into a " +
+		return stewardv1.QuorumRecoveryPlan{Refused: why + ", and this cluster has no successful EtcdBackup; restore one into a " +
 			"new cluster (spec.bootstrap.restore)"}
 	}
-	p := v1alpha1.QuorumRecoveryPlan{RestoreFrom: b.Name, Revision: b.Revision, Discarded: v.names()}
+	p := stewardv1.QuorumRecoveryPlan{RestoreFrom: b.Name, Revision: b.Revision, Discarded: v.names()}
 	taken := "at an unknown time"
 	if b.Time != nil {
 		taken = b.Time.UTC().Format(time.RFC3339)
@@ -245,7 +245,7 @@ func (v *view) dataHolders() []string {
 
 // canSurvive: a voter (it ran as one) with its data, whose etcd answers.
 func (v *view) canSurvive(m *memberView) bool {
-	return m.Phase == v1alpha1.MemberRunning && !m.Replacing && m.ID != "" && m.Pod.Exists && !m.Pod.Deleting &&
+	return m.Phase == stewardv1.MemberRunning && !m.Replacing && m.ID != "" && m.Pod.Exists && !m.Pod.Deleting &&
 		m.PVC.Exists && !m.PVC.Deleting && m.ep != nil && m.ep.Reachable && m.ep.RaftIndex > 0
 }
 
@@ -264,7 +264,7 @@ const ConditionQuorumRecovery = "QuorumRecovery"
 // recoveryStatus is status.quorumRecovery's lostSince, observer and plan (inProgress and last are
 // the controller's records, kept as they are). The plan is shown while etcd does not show quorum,
 // whether or not the evidence is complete enough to run it.
-func (v *view) recoveryStatus(q evidence.Quorum) (since *metav1.Time, observer string, p *v1alpha1.QuorumRecoveryPlan) {
+func (v *view) recoveryStatus(q evidence.Quorum) (since *metav1.Time, observer string, p *stewardv1.QuorumRecoveryPlan) {
 	if _, _, ok := v.quorum(); ok || !v.formed() || v.recoveryInProgress() != nil || q.State == evidence.Held {
 		return nil, "", nil
 	}
@@ -284,7 +284,7 @@ func ptrTime(t time.Time) *metav1.Time {
 	return &m
 }
 
-func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan, q evidence.Quorum) metav1.Condition {
+func (v *view) recoveryCondition(p *stewardv1.QuorumRecoveryPlan, q evidence.Quorum) metav1.Condition {
 	annotation := v.recoverAnnotation()
 	if ip := v.recoveryInProgress(); ip != nil {
 		from := ip.Survivor
@@ -299,7 +299,7 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan, q evidence.Quor
 	}
 	if annotation != "" {
 		if why := v.evidenceRefusal(annotation, q); why != "" {
-			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryRefused, "%s=%s refused: %s", v1alpha1.AnnotationRecoverQuorum, annotation, why)
+			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryRefused, "%s=%s refused: %s", stewardv1.AnnotationRecoverQuorum, annotation, why)
 		}
 	}
 	what := "survivor " + p.Survivor + ", " + p.Loss
@@ -312,13 +312,13 @@ func (v *view) recoveryCondition(p *v1alpha1.QuorumRecoveryPlan, q evidence.Quor
 	if q.State != evidence.Lost {
 		return cond(ConditionQuorumRecovery, false, ReasonMembersUnreachable, "%s; no recovery runs on silence (Automatic waits for "+
 			"evidence); if those members are gone for good, %s=auto and %s=%s run the plan: %s", q.Summary(v.order()),
-			v1alpha1.AnnotationRecoverQuorum, v1alpha1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), what)
+			stewardv1.AnnotationRecoverQuorum, stewardv1.AnnotationRecoverQuorumConfirm, v.clusterIDOrPlaceholder(), what)
 	}
 	if p.Refused != "" {
 		return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryRefused, "quorum lost; no recovery possible: %s", p.Refused)
 	}
-	how := fmt.Sprintf("set the annotation %s=auto (or =<member>) to run it", v1alpha1.AnnotationRecoverQuorum)
-	if ql := v.f.Cluster.Spec.QuorumLoss; ql != nil && ql.Policy == v1alpha1.QuorumLossAutomatic {
+	how := fmt.Sprintf("set the annotation %s=auto (or =<member>) to run it", stewardv1.AnnotationRecoverQuorum)
+	if ql := v.f.Cluster.Spec.QuorumLoss; ql != nil && ql.Policy == stewardv1.QuorumLossAutomatic {
 		how = "spec.quorumLoss.policy Automatic runs it once this operator has seen the loss for afterSeconds"
 	}
 	return cond(ConditionQuorumRecovery, false, ReasonQuorumLost, "%s; recovery plan: %s; %s", q.Summary(v.order()), what, how)
@@ -331,12 +331,12 @@ func (v *view) quorumHealthyCondition(annotation string, q evidence.Quorum) meta
 	switch {
 	case annotation != "":
 		return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryNotNeeded, "%s=%s is ignored: quorum is healthy",
-			v1alpha1.AnnotationRecoverQuorum, annotation)
+			stewardv1.AnnotationRecoverQuorum, annotation)
 	case !ok && v.formed() && q.State == evidence.Held:
 		return cond(ConditionQuorumRecovery, false, ReasonMembersUnreachable, "%s; no recovery is needed", q.Summary(v.order()))
 	}
 	if qr := v.f.Cluster.Status.QuorumRecovery; qr != nil && qr.Last != nil {
-		if qr.Last.Outcome == v1alpha1.RecoveryAborted {
+		if qr.Last.Outcome == stewardv1.RecoveryAborted {
 			return cond(ConditionQuorumRecovery, false, ReasonQuorumRecoveryAborted, "last recovery aborted %s: %s",
 				qr.Last.Time.UTC().Format(time.RFC3339), qr.Last.Message)
 		}

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -39,7 +39,7 @@ func confirm(id string) func(f *Facts) {
 		if f.Cluster.Annotations == nil {
 			f.Cluster.Annotations = map[string]string{}
 		}
-		f.Cluster.Annotations[v1alpha1.AnnotationRecoverQuorumConfirm] = id
+		f.Cluster.Annotations[stewardv1.AnnotationRecoverQuorumConfirm] = id
 	}
 }
 
@@ -96,7 +96,7 @@ func TestRecoveryNeedsEtcdsEvidence(t *testing.T) {
 func TestRecoveryRefusedOnIncompleteEvidence(t *testing.T) {
 	d := planFor(t, 3, "", all(partitioned, annotate("auto")))
 	checkRefused(t, d, "Steward recovers only on etcd's evidence that quorum is lost")
-	for _, w := range []string{v1alpha1.AnnotationRecoverQuorumConfirm, "cannot reach c-1, c-2"} {
+	for _, w := range []string{stewardv1.AnnotationRecoverQuorumConfirm, "cannot reach c-1, c-2"} {
 		if !strings.Contains(d.DropRecoverAnnotation, w) {
 			t.Errorf("drop reason %q lacks %q", d.DropRecoverAnnotation, w)
 		}
@@ -114,7 +114,7 @@ func TestRecoveryRefusedOnIncompleteEvidence(t *testing.T) {
 		t.Errorf("healthy cluster: drop %q", d.DropRecoverAnnotation)
 	}
 	// Kept while the recovery it started runs.
-	d = planFor(t, 3, "", all(lostQuorum, annotate("auto"), inProgress(v1alpha1.RecoveryFencing)))
+	d = planFor(t, 3, "", all(lostQuorum, annotate("auto"), inProgress(stewardv1.RecoveryFencing)))
 	if d.DropRecoverAnnotation != "" {
 		t.Errorf("in progress: drop %q", d.DropRecoverAnnotation)
 	}
@@ -166,19 +166,19 @@ func TestRecoveryAborts(t *testing.T) {
 		mutate func(f *Facts)
 		want   want
 	}{
-		{name: "fencing: quorum is back", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing), quorumBack),
+		{name: "fencing: quorum is back", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing), quorumBack),
 			want: want{kind: AbortRecovery, member: "c-0", reason: ReasonQuorumRecoveryAborted, message: "etcd shows quorum: c-2"}},
-		{name: "fencing: another member holds more of the log", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing), ahead),
+		{name: "fencing: another member holds more of the log", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing), ahead),
 			want: want{kind: AbortRecovery, member: "c-0", message: "c-1 (raft index 900) holds more of the log than the survivor c-0"}},
-		{name: "a named survivor is the human's choice, ahead or not", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing), ahead,
+		{name: "a named survivor is the human's choice, ahead or not", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing), ahead,
 			func(f *Facts) { f.Cluster.Status.QuorumRecovery.InProgress.Trigger = "c-0" }),
 			want: want{kind: DeletePod, member: "c-1", reason: ReasonFencingMember, disruption: disruption.Fence}},
-		{name: "before the flag: quorum is back", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryForceNewCluster), quorumBack),
+		{name: "before the flag: quorum is back", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryForceNewCluster), quorumBack),
 			want: want{kind: AbortRecovery, member: "c-0"}},
 		{name: "the survivor's Pod already carries the flag: carry on", mutate: all(lostQuorum,
-			inProgress(v1alpha1.RecoveryForceNewCluster), aloneAfterForce(true)),
+			inProgress(stewardv1.RecoveryForceNewCluster), aloneAfterForce(true)),
 			want: want{kind: RecoveryStep, member: "c-0", message: "without --force-new-cluster"}},
-		{name: "restarting: past return", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryRestarting), aloneAfterForce(true)),
+		{name: "restarting: past return", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryRestarting), aloneAfterForce(true)),
 			want: want{kind: DeletePod, member: "c-0", disruption: disruption.Fence}},
 	}
 	for _, tt := range tests {
@@ -191,7 +191,7 @@ func TestRecoveryAborts(t *testing.T) {
 // The chokepoint refuses to fence on its own fresh read when etcd shows quorum.
 func TestFenceRefusedWhenQuorumShows(t *testing.T) {
 	f := healthyFacts(t, 3, "")
-	all(lostQuorum, inProgress(v1alpha1.RecoveryFencing))(&f)
+	all(lostQuorum, inProgress(stewardv1.RecoveryFencing))(&f)
 	f.m("c-1").Pod, f.m("c-1").PVC = Pod{Exists: true, Phase: "Running"}, PVC{Exists: true}
 	if err := disruption.Check(f.DisruptionView(), disruption.Request{Kind: disruption.Fence, Victim: "c-1"}); err != nil {
 		t.Fatalf("fence refused while quorum is lost: %v", err)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -26,12 +26,12 @@ func lostQuorum(f *Facts) {
 }
 
 func annotate(v string) func(f *Facts) {
-	return func(f *Facts) { f.Cluster.Annotations = map[string]string{v1alpha1.AnnotationRecoverQuorum: v} }
+	return func(f *Facts) { f.Cluster.Annotations = map[string]string{stewardv1.AnnotationRecoverQuorum: v} }
 }
 
-func inProgress(stage v1alpha1.QuorumRecoveryStage) func(f *Facts) {
+func inProgress(stage stewardv1.QuorumRecoveryStage) func(f *Facts) {
 	return func(f *Facts) {
-		f.Cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{InProgress: &v1alpha1.QuorumRecoveryProgress{
+		f.Cluster.Status.QuorumRecovery = &stewardv1.QuorumRecoveryStatus{InProgress: &stewardv1.QuorumRecoveryProgress{
 			Survivor: "c-0", Stage: stage, Trigger: "auto", Discarded: []string{"c-1", "c-2"}}}
 	}
 }
@@ -75,32 +75,32 @@ func TestPlanQuorumRecovery(t *testing.T) {
 		{name: "Automatic runs after afterSeconds", mutate: all(lostQuorum, automatic(300, 300*time.Second)),
 			want: want{kind: StartRecovery, member: "c-0", message: "(Automatic)"}},
 
-		{name: "fencing deletes the other Pods through the chokepoint", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing),
+		{name: "fencing deletes the other Pods through the chokepoint", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing),
 			func(f *Facts) { f.m("c-2").Pod = Pod{Exists: true, Phase: "Running"} }),
 			want: want{kind: DeletePod, member: "c-2", reason: ReasonFencingMember, disruption: disruption.Fence}},
-		{name: "fencing waits for Pods to be gone, not terminating", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing),
+		{name: "fencing waits for Pods to be gone, not terminating", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing),
 			func(f *Facts) { f.m("c-2").Pod = Pod{Exists: true, Deleting: true} }),
 			want: want{kind: Wait, reason: ReasonRecoveringQuorum, message: "waiting for c-2's Pod to be gone"}},
-		{name: "fenced: record the next stage before acting", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryFencing)),
+		{name: "fenced: record the next stage before acting", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing)),
 			want: want{kind: RecoveryStep, member: "c-0", message: "starting c-0 with --force-new-cluster"}},
-		{name: "the survivor's Pod is restarted", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryForceNewCluster)),
+		{name: "the survivor's Pod is restarted", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryForceNewCluster)),
 			want: want{kind: DeletePod, member: "c-0", disruption: disruption.Fence}},
-		{name: "and created with the flag", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryForceNewCluster), func(f *Facts) { f.podGone("c-0") }),
+		{name: "and created with the flag", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryForceNewCluster), func(f *Facts) { f.podGone("c-0") }),
 			want: want{kind: CreatePod, member: "c-0", message: "with --force-new-cluster"}},
-		{name: "a flagged Pod is never recreated: wait for it to serve", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryForceNewCluster),
+		{name: "a flagged Pod is never recreated: wait for it to serve", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryForceNewCluster),
 			func(f *Facts) { f.m("c-0").Pod.ForceNewCluster = true }),
 			want: want{kind: Wait, reason: ReasonRecoveringQuorum, message: "serve as a one-member cluster"}},
-		{name: "serving alone: next stage", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryForceNewCluster), aloneAfterForce(true)),
+		{name: "serving alone: next stage", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryForceNewCluster), aloneAfterForce(true)),
 			want: want{kind: RecoveryStep, member: "c-0", message: "without --force-new-cluster"}},
-		{name: "the flagged Pod goes", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryRestarting), aloneAfterForce(true)),
+		{name: "the flagged Pod goes", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryRestarting), aloneAfterForce(true)),
 			want: want{kind: DeletePod, member: "c-0", disruption: disruption.Fence}},
-		{name: "and comes back without the flag", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryRestarting), func(f *Facts) { f.podGone("c-0") }),
+		{name: "and comes back without the flag", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryRestarting), func(f *Facts) { f.podGone("c-0") }),
 			want: want{kind: CreatePod, member: "c-0", message: "without --force-new-cluster"}},
-		{name: "serving without the flag: drop the others", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryRestarting), aloneAfterForce(false)),
+		{name: "serving without the flag: drop the others", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryRestarting), aloneAfterForce(false)),
 			want: want{kind: RecoveryStep, member: "c-0", message: "dropping the other members"}},
-		{name: "one at a time", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryDiscarding), aloneAfterForce(false)),
+		{name: "one at a time", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryDiscarding), aloneAfterForce(false)),
 			want: want{kind: DiscardMember, member: "c-1"}},
-		{name: "then finish", mutate: all(lostQuorum, inProgress(v1alpha1.RecoveryDiscarding), aloneAfterForce(false), func(f *Facts) {
+		{name: "then finish", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryDiscarding), aloneAfterForce(false), func(f *Facts) {
 			f.Members = f.Members[:1]
 		}), want: want{kind: FinishRecovery, member: "c-0", reason: ReasonQuorumRecovered}},
 	}
@@ -116,7 +116,7 @@ func TestPlanQuorumRecovery(t *testing.T) {
 func TestQuorumRecoveryRefused(t *testing.T) {
 	tests := []struct {
 		name    string
-		medium  v1alpha1.StorageMedium
+		medium  stewardv1.StorageMedium
 		mutate  func(f *Facts)
 		message string
 	}{
@@ -125,7 +125,7 @@ func TestQuorumRecoveryRefused(t *testing.T) {
 			message: "c-2 is not a voter whose etcd answers"},
 		{name: "no member answers: nothing to recover from", mutate: all(lostQuorum, annotate("auto"), func(f *Facts) { f.silence("c-0") }),
 			message: "no survivor"},
-		{name: "memory without a backup", medium: v1alpha1.StorageMediumMemory, mutate: all(lostQuorum, annotate("auto")),
+		{name: "memory without a backup", medium: stewardv1.StorageMediumMemory, mutate: all(lostQuorum, annotate("auto")),
 			message: "storage is Memory"},
 	}
 	for _, tt := range tests {
@@ -152,13 +152,13 @@ func checkRefused(t *testing.T, d Decision, message string) {
 
 func automatic(after int32, lost time.Duration) func(f *Facts) {
 	return func(f *Facts) {
-		f.Cluster.Spec.QuorumLoss = &v1alpha1.QuorumLossSpec{Policy: v1alpha1.QuorumLossAutomatic, AfterSeconds: ptr.To(after)}
-		f.Cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{LostSince: ptr.To(metav1.NewTime(f.Now.Add(-lost)))}
+		f.Cluster.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptr.To(after)}
+		f.Cluster.Status.QuorumRecovery = &stewardv1.QuorumRecoveryStatus{LostSince: ptr.To(metav1.NewTime(f.Now.Add(-lost)))}
 	}
 }
 
 func withBackup(f *Facts) {
-	f.Cluster.Status.Backup = &v1alpha1.BackupSummary{LastSuccessfulBackup: &v1alpha1.BackupRef{Name: "nightly-1", Revision: 90,
+	f.Cluster.Status.Backup = &stewardv1.BackupSummary{LastSuccessfulBackup: &stewardv1.BackupRef{Name: "nightly-1", Revision: 90,
 		Time: ptr.To(metav1.NewTime(f.Now.Add(-time.Hour)))}}
 }
 
@@ -166,37 +166,37 @@ func withBackup(f *Facts) {
 func TestQuorumRecoveryFromBackup(t *testing.T) {
 	// No member with data: c-0's etcd is silent and its PVC is gone too.
 	noSurvivor := all(lostQuorum, func(f *Facts) { f.silence("c-0"); f.m("c-0").PVC = PVC{} })
-	restoring := func(stage v1alpha1.QuorumRecoveryStage) func(f *Facts) {
+	restoring := func(stage stewardv1.QuorumRecoveryStage) func(f *Facts) {
 		return func(f *Facts) {
-			f.Cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{InProgress: &v1alpha1.QuorumRecoveryProgress{
+			f.Cluster.Status.QuorumRecovery = &stewardv1.QuorumRecoveryStatus{InProgress: &stewardv1.QuorumRecoveryProgress{
 				RestoreFrom: "nightly-1", Stage: stage, Trigger: "auto", Discarded: []string{"c-0", "c-1", "c-2"}}}
 		}
 	}
 	tests := []struct {
 		name   string
-		medium v1alpha1.StorageMedium
+		medium stewardv1.StorageMedium
 		mutate func(f *Facts)
 		want   want
 	}{
 		{name: "with one: the trigger rebuilds from it", mutate: all(noSurvivor, withBackup, annotate("auto")),
 			want: want{kind: StartRecovery, reason: ReasonRecoveringQuorum, message: "from backup nightly-1 (auto): no member with data answers"}},
-		{name: "memory with a backup", medium: v1alpha1.StorageMediumMemory, mutate: all(lostQuorum, withBackup, annotate("auto")),
+		{name: "memory with a backup", medium: stewardv1.StorageMediumMemory, mutate: all(lostQuorum, withBackup, annotate("auto")),
 			want: want{kind: StartRecovery, message: "storage is Memory"}},
-		{name: "every Pod is fenced, the one that still runs too", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryFencing)),
+		{name: "every Pod is fenced, the one that still runs too", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryFencing)),
 			want: want{kind: DeletePod, member: "c-0", reason: ReasonFencingMember, disruption: disruption.Fence}},
-		{name: "fenced: drop them", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryFencing), func(f *Facts) { f.podGone("c-0") }),
+		{name: "fenced: drop them", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryFencing), func(f *Facts) { f.podGone("c-0") }),
 			want: want{kind: RecoveryStep, message: "dropping them to rebuild from backup nightly-1"}},
-		{name: "one at a time", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryDiscarding), func(f *Facts) { f.podGone("c-0") }),
+		{name: "one at a time", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryDiscarding), func(f *Facts) { f.podGone("c-0") }),
 			want: want{kind: DiscardMember, member: "c-0"}},
-		{name: "all dropped: reseed", mutate: all(noSurvivor, withBackup, restoring(v1alpha1.RecoveryDiscarding), func(f *Facts) { f.Members = nil }),
+		{name: "all dropped: reseed", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryDiscarding), func(f *Facts) { f.Members = nil }),
 			want: want{kind: RecoveryStep, message: "seeding a new cluster from backup nightly-1"}},
-		{name: "reseeding: the seed takes an ordinal no kept PVC holds", mutate: all(withBackup, restoring(v1alpha1.RecoveryReseeding),
+		{name: "reseeding: the seed takes an ordinal no kept PVC holds", mutate: all(withBackup, restoring(stewardv1.RecoveryReseeding),
 			func(f *Facts) {
 				f.Members, f.Etcd = nil, health.Facts{MemberListErr: "no endpoints"}
 				f.Cluster.Status.ClusterID = ""
 				f.ReservedOrdinals = []int32{0, 1, 2}
 			}), want: want{kind: CreateMember, member: "c-3", reason: ReasonBootstrapping}},
-		{name: "the restored seed serves: done", mutate: all(withBackup, restoring(v1alpha1.RecoveryReseeding), func(f *Facts) {
+		{name: "the restored seed serves: done", mutate: all(withBackup, restoring(stewardv1.RecoveryReseeding), func(f *Facts) {
 			f.Members = f.Members[:1]
 			f.Etcd.Members = f.Etcd.Members[:1]
 		}), want: want{kind: FinishRecovery, member: "c-0", reason: ReasonQuorumRecovered}},
@@ -232,7 +232,7 @@ func TestQuorumRecoveryStatus(t *testing.T) {
 	if c := d.Condition(ConditionQuorumRecovery); c.Reason != string(ReasonQuorumRecoveryNotNeeded) || d.RecoveryPlan != nil {
 		t.Errorf("healthy with the annotation: %+v", c)
 	}
-	d = planFor(t, 3, "", all(lostQuorum, inProgress(v1alpha1.RecoveryFencing)))
+	d = planFor(t, 3, "", all(lostQuorum, inProgress(stewardv1.RecoveryFencing)))
 	if c := d.Condition(ConditionQuorumRecovery); c.Status != "True" || !strings.Contains(c.Message, "stage Fencing") {
 		t.Errorf("in progress: %+v", c)
 	}

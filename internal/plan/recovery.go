@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/evidence"
 )
@@ -12,7 +12,7 @@ import (
 // continueRecovery takes the next step of the recovery in progress, after judging the evidence
 // again on this reconcile's live reads (a recovery started on evidence that has gone is abandoned
 // while that can still be done without loss).
-func (v *view) continueRecovery(p *v1alpha1.QuorumRecoveryProgress) Action {
+func (v *view) continueRecovery(p *stewardv1.QuorumRecoveryProgress) Action {
 	s := v.member(p.Survivor)
 	if why := v.recoveryAbort(p); why != "" {
 		return act(AbortRecovery, p.Survivor, ReasonQuorumRecoveryAborted, "quorum recovery aborted before changing any data: %s", why)
@@ -24,11 +24,11 @@ func (v *view) continueRecovery(p *v1alpha1.QuorumRecoveryProgress) Action {
 		return wait(ReasonRecoveringQuorum, "quorum recovery: the survivor %s is gone; restore from a backup", p.Survivor)
 	}
 	switch p.Stage {
-	case v1alpha1.RecoveryFencing:
+	case stewardv1.RecoveryFencing:
 		return v.fence(p)
-	case v1alpha1.RecoveryForceNewCluster:
+	case stewardv1.RecoveryForceNewCluster:
 		return v.forceNewCluster(s)
-	case v1alpha1.RecoveryRestarting:
+	case stewardv1.RecoveryRestarting:
 		return v.restartSurvivor(s)
 	}
 	return v.discard(p)
@@ -46,14 +46,14 @@ func (v *view) member(name string) *memberView {
 // recoveryAbortable: nothing irreversible has happened yet. Once the survivor's Pod was built with
 // --force-new-cluster it may have rewritten its membership, and only finishing the recovery is
 // safe; a restore from a backup is past return once its members are dropped.
-func (v *view) recoveryAbortable(p *v1alpha1.QuorumRecoveryProgress) bool {
+func (v *view) recoveryAbortable(p *stewardv1.QuorumRecoveryProgress) bool {
 	if p.RestoreFrom != "" {
-		return p.Stage == v1alpha1.RecoveryFencing
+		return p.Stage == stewardv1.RecoveryFencing
 	}
 	switch p.Stage {
-	case v1alpha1.RecoveryFencing:
+	case stewardv1.RecoveryFencing:
 		return true
-	case v1alpha1.RecoveryForceNewCluster:
+	case stewardv1.RecoveryForceNewCluster:
 		s := v.member(p.Survivor)
 		return s == nil || !s.Pod.Exists || !s.Pod.ForceNewCluster
 	}
@@ -62,7 +62,7 @@ func (v *view) recoveryAbortable(p *v1alpha1.QuorumRecoveryProgress) bool {
 
 // recoveryAbort says why the recovery in progress stops now, or "": etcd shows quorum again, or
 // (when Steward chose the survivor) another member that answers holds more of the log.
-func (v *view) recoveryAbort(p *v1alpha1.QuorumRecoveryProgress) string {
+func (v *view) recoveryAbort(p *stewardv1.QuorumRecoveryProgress) string {
 	if !v.recoveryAbortable(p) {
 		return ""
 	}
@@ -91,7 +91,7 @@ func (v *view) quorumShown() bool {
 
 // fence: every other member's Pod is gone (not terminating) before the survivor forms a new cluster;
 // etcd panics when members of the old cluster are still alive.
-func (v *view) fence(p *v1alpha1.QuorumRecoveryProgress) Action {
+func (v *view) fence(p *stewardv1.QuorumRecoveryProgress) Action {
 	for _, m := range v.members {
 		if m.Name == p.Survivor || !m.Pod.Exists {
 			continue
@@ -103,7 +103,7 @@ func (v *view) fence(p *v1alpha1.QuorumRecoveryProgress) Action {
 			disruption.Fence)
 		return a
 	}
-	return recoveryStep(p.Survivor, v1alpha1.RecoveryForceNewCluster, "quorum recovery: every other member is fenced; "+
+	return recoveryStep(p.Survivor, stewardv1.RecoveryForceNewCluster, "quorum recovery: every other member is fenced; "+
 		"starting %s with --force-new-cluster", p.Survivor)
 }
 
@@ -122,7 +122,7 @@ func (v *view) forceNewCluster(s *memberView) Action {
 		a.ForceNewCluster = true
 		return a
 	case v.servesAlone(s):
-		return recoveryStep(s.Name, v1alpha1.RecoveryRestarting, "quorum recovery: %s serves as a one-member cluster; "+
+		return recoveryStep(s.Name, stewardv1.RecoveryRestarting, "quorum recovery: %s serves as a one-member cluster; "+
 			"restarting it without --force-new-cluster", s.Name)
 	}
 	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for %s to serve as a one-member cluster", s.Name)
@@ -141,7 +141,7 @@ func (v *view) restartSurvivor(s *memberView) Action {
 	case !s.Pod.Exists:
 		return act(CreatePod, s.Name, ReasonRecoveringQuorum, "quorum recovery: starting %s without --force-new-cluster", s.Name)
 	case v.servesAlone(s) && s.ep.ReadOK:
-		return recoveryStep(s.Name, v1alpha1.RecoveryDiscarding, "quorum recovery: %s serves; dropping the other members", s.Name)
+		return recoveryStep(s.Name, stewardv1.RecoveryDiscarding, "quorum recovery: %s serves; dropping the other members", s.Name)
 	}
 	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for %s to serve again", s.Name)
 }
@@ -151,7 +151,7 @@ func (v *view) servesAlone(s *memberView) bool {
 }
 
 // discard drops the other members one by one (their PVCs detached and kept), then finishes.
-func (v *view) discard(p *v1alpha1.QuorumRecoveryProgress) Action {
+func (v *view) discard(p *stewardv1.QuorumRecoveryProgress) Action {
 	for _, m := range v.members {
 		if slices.Contains(p.Discarded, m.Name) {
 			return act(DiscardMember, m.Name, ReasonRecoveringQuorum, "quorum recovery: dropping %s (its PVC is kept, detached)", m.Name)
@@ -164,9 +164,9 @@ func (v *view) discard(p *v1alpha1.QuorumRecoveryProgress) Action {
 // continueRestore: fence every member, drop them all, then clear the old cluster's identity so the
 // seed bootstraps anew from the backup (bootstrap, which comes before this step, does that while
 // the cluster has not formed); done once a voter of the new cluster serves.
-func (v *view) continueRestore(p *v1alpha1.QuorumRecoveryProgress) Action {
+func (v *view) continueRestore(p *stewardv1.QuorumRecoveryProgress) Action {
 	switch p.Stage {
-	case v1alpha1.RecoveryFencing:
+	case stewardv1.RecoveryFencing:
 		for _, m := range v.members {
 			if !m.Pod.Exists {
 				continue
@@ -177,12 +177,12 @@ func (v *view) continueRestore(p *v1alpha1.QuorumRecoveryProgress) Action {
 			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (deleting its Pod)", m.Name), disruption.Fence)
 			return a
 		}
-		return recoveryStep("", v1alpha1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)
-	case v1alpha1.RecoveryDiscarding:
+		return recoveryStep("", stewardv1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)
+	case stewardv1.RecoveryDiscarding:
 		for _, m := range v.members {
 			return act(DiscardMember, m.Name, ReasonRecoveringQuorum, "quorum recovery: dropping %s (its PVC is kept, detached)", m.Name)
 		}
-		return recoveryStep("", v1alpha1.RecoveryReseeding, "quorum recovery: seeding a new cluster from backup %s", p.RestoreFrom)
+		return recoveryStep("", stewardv1.RecoveryReseeding, "quorum recovery: seeding a new cluster from backup %s", p.RestoreFrom)
 	}
 	for _, m := range v.members {
 		if m.voter() && m.healthy() && m.ep.ReadOK {
@@ -193,7 +193,7 @@ func (v *view) continueRestore(p *v1alpha1.QuorumRecoveryProgress) Action {
 	return wait(ReasonRecoveringQuorum, "quorum recovery: waiting for the seed restored from backup %s to serve", p.RestoreFrom)
 }
 
-func recoveryStep(survivor string, stage v1alpha1.QuorumRecoveryStage, format string, args ...any) Action {
+func recoveryStep(survivor string, stage stewardv1.QuorumRecoveryStage, format string, args ...any) Action {
 	a := act(RecoveryStep, survivor, ReasonRecoveringQuorum, format, args...)
 	a.Stage = stage
 	return a

@@ -1,7 +1,7 @@
 package plan
 
 import (
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -15,7 +15,7 @@ func (v *view) recreatePods() (Action, bool) {
 		return Action{}, false
 	}
 	for _, m := range v.active() {
-		if m.Phase != v1alpha1.MemberRunning || !m.voter() || !m.PVC.Exists || m.PVC.Deleting {
+		if m.Phase != stewardv1.MemberRunning || !m.voter() || !m.PVC.Exists || m.PVC.Deleting {
 			continue
 		}
 		switch {
@@ -43,7 +43,7 @@ func (v *view) recreatePods() (Action, bool) {
 // member through the normal join flow. Quorum safety is disruption.Check's job.
 func (v *view) repair() (Action, bool) {
 	for _, m := range v.active() {
-		if m.Phase != v1alpha1.MemberRunning || !m.voter() {
+		if m.Phase != stewardv1.MemberRunning || !m.voter() {
 			continue
 		}
 		if a, ok := v.versionRefused(m); ok {
@@ -80,7 +80,7 @@ func (v *view) replace(m *memberView, reason Reason, why string) (Action, bool) 
 // MemberAddAsLearner. The Pod starts after the add, with --initial-cluster from the live list.
 func (v *view) pending() (Action, bool) {
 	for _, m := range v.active() {
-		if m.inEtcd() || (m.Phase != v1alpha1.MemberPending && m.Phase != "") {
+		if m.inEtcd() || (m.Phase != stewardv1.MemberPending && m.Phase != "") {
 			continue
 		}
 		if !v.kept(m) {

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // resize moves members whose only change is CPU or memory onto the target in place, one at a time
@@ -15,7 +15,7 @@ import (
 func (v *view) resize() (Action, bool) {
 	var todo []*memberView
 	for _, m := range v.active() {
-		if !v.kept(m) || m.Phase != v1alpha1.MemberRunning || !m.change.Has(ChangeResize) || !m.Pod.Exists || m.Pod.Deleting {
+		if !v.kept(m) || m.Phase != stewardv1.MemberRunning || !m.change.Has(ChangeResize) || !m.Pod.Exists || m.Pod.Deleting {
 			continue
 		}
 		requested := equality.Semantic.DeepEqual(EffectiveResources(m.Pod.Resize.Spec), EffectiveResources(v.target.Resources))
@@ -42,7 +42,7 @@ func (v *view) resize() (Action, bool) {
 func (v *view) resizeMembers() []*memberView {
 	var out []*memberView
 	for _, m := range v.active() {
-		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeResize) {
+		if v.kept(m) && m.Phase == stewardv1.MemberRunning && m.change.Has(ChangeResize) {
 			out = append(out, m)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -51,7 +51,7 @@ func TestPlanResize(t *testing.T) {
 		}, want: want{kind: Wait, reason: ReasonResizingInPlace}},
 		{name: "the API server defaulted the memory request to the limit: still the template", mutate: func(f *Facts) {
 			onResources(f)
-			f.retarget(func(t *v1alpha1.MemberTemplate) {
+			f.retarget(func(t *stewardv1.MemberTemplate) {
 				t.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 			})
 			for i := range f.Members {
@@ -106,8 +106,8 @@ func TestPlanResize(t *testing.T) {
 			f.m("c-2").Pod.Resize.Refused = "Pod QoS is immutable"
 		}, want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
 		{name: "memory limit lowered: a restart, never an OOM kill", mutate: func(f *Facts) {
-			limit := func(q string) func(*v1alpha1.MemberTemplate) {
-				return func(t *v1alpha1.MemberTemplate) {
+			limit := func(q string) func(*stewardv1.MemberTemplate) {
+				return func(t *stewardv1.MemberTemplate) {
 					t.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
 				}
 			}
@@ -119,7 +119,7 @@ func TestPlanResize(t *testing.T) {
 		}, want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
 		{name: "OnDelete: nothing in place either", mutate: func(f *Facts) {
 			onResources(f)
-			f.Cluster.Spec.UpdateStrategy.Type = v1alpha1.OnDelete
+			f.Cluster.Spec.UpdateStrategy.Type = stewardv1.OnDelete
 		}, want: want{kind: Nothing}},
 	})
 }

@@ -3,7 +3,7 @@ package plan
 import (
 	"sort"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -21,11 +21,11 @@ func (v *view) rollStep(notes) outcome {
 // (memory) once the recovery gate passed, leadership handed off before the leader is touched.
 // blocked says why the roll waits for the user.
 func (v *view) roll() (_ Action, _ bool, blocked string) {
-	if v.f.strategy() == v1alpha1.OnDelete {
+	if v.f.strategy() == stewardv1.OnDelete {
 		return Action{}, false, "" // marked only: the user's Pod deletion triggers the rebuild (a repair)
 	}
 	for _, m := range v.active() {
-		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeMetadata) &&
+		if v.kept(m) && m.Phase == stewardv1.MemberRunning && m.change.Has(ChangeMetadata) &&
 			!m.change.Has(ChangeRoll) && m.Pod.Exists && !m.Pod.Deleting {
 			return act(PatchPodMetadata, m.Name, ReasonPatchingPodMetadata, "patching %s's Pod labels and annotations in place", m.Name), true, ""
 		}
@@ -112,7 +112,7 @@ func (v *view) voterCount() int {
 func (v *view) rollOrder() []*memberView {
 	var out []*memberView
 	for _, m := range v.active() {
-		if v.kept(m) && m.Phase == v1alpha1.MemberRunning && m.change.Has(ChangeRoll) {
+		if v.kept(m) && m.Phase == stewardv1.MemberRunning && m.change.Has(ChangeRoll) {
 			out = append(out, m)
 		}
 	}
@@ -161,7 +161,7 @@ func SortForRoll[T any](ms []T, rank func(T) RollRank) {
 // written after the Pod, so an operator stopped in between resumes here instead of restarting again.
 func (v *view) recordInPlace() (Action, bool) {
 	for _, m := range v.active() {
-		if m.Phase != v1alpha1.MemberRunning || !m.change.Has(ChangeRoll) || !m.Pod.Exists || m.Pod.Deleting ||
+		if m.Phase != stewardv1.MemberRunning || !m.change.Has(ChangeRoll) || !m.Pod.Exists || m.Pod.Deleting ||
 			m.Pod.Template == nil || m.TrustOutdated || v.podBehind(m) {
 			continue
 		}

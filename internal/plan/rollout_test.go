@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -63,22 +63,22 @@ func TestPlanRollout(t *testing.T) {
 			f.silence("c-2")
 		}, want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "EndpointHealthy"}},
 		{name: "podMetadata only: patched in place, no disruption", mutate: func(f *Facts) {
-			f.retarget(func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} })
+			f.retarget(func(t *stewardv1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} })
 		}, want: want{kind: PatchPodMetadata, member: "c-0", reason: ReasonPatchingPodMetadata}},
 		{name: "podMetadata with a roll: the roll carries it", mutate: func(f *Facts) {
-			f.retarget(func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Annotations = map[string]string{"a": "b"} })
+			f.retarget(func(t *stewardv1.MemberTemplate) { t.PodMetadata.Annotations = map[string]string{"a": "b"} })
 			outdated(f)
 		}, want: want{kind: DeletePod, member: "c-2", disruption: disruption.Restart}},
 		{name: "retentionPolicy touches no member: adopted, then nothing", mutate: func(f *Facts) {
-			f.retarget(func(t *v1alpha1.MemberTemplate) { t.Storage.RetentionPolicy = v1alpha1.RetentionDelete })
+			f.retarget(func(t *stewardv1.MemberTemplate) { t.Storage.RetentionPolicy = stewardv1.RetentionDelete })
 		}, want: want{kind: Nothing, reason: ReasonReconciled}},
 		{name: "OnDelete marks only", mutate: func(f *Facts) {
 			outdated(f)
-			f.Cluster.Spec.UpdateStrategy.Type = v1alpha1.OnDelete
+			f.Cluster.Spec.UpdateStrategy.Type = stewardv1.OnDelete
 		}, want: want{kind: Nothing}},
 		{name: "OnDelete: a deleted Pod comes back on the new template", mutate: func(f *Facts) {
 			outdated(f)
-			f.Cluster.Spec.UpdateStrategy.Type = v1alpha1.OnDelete
+			f.Cluster.Spec.UpdateStrategy.Type = stewardv1.OnDelete
 			f.podGone("c-1")
 		}, want: want{kind: CreatePod, member: "c-1"}},
 		{name: "single pvc member without opt-in: blocked", n: 1, mutate: outdated,
@@ -110,11 +110,11 @@ func TestPlanRollout(t *testing.T) {
 		{name: "a spec edit waits while a learner catches up", mutate: func(f *Facts) {
 			f.Cluster.Spec.Version = "3.5.18"
 			f.setReplicas(4)
-			f.newMember(3, v1alpha1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
+			f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
 			f.addLearner("c-3", false)
 		}, want: want{kind: Wait, reason: ReasonLearnerCatchingUp}},
 		{name: "a skipped minor is not adopted; the current target rolls on", mutate: func(f *Facts) {
-			f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.4" })
+			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.4" })
 			f.Cluster.Spec.Version = "3.7.0"
 		}, want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
 		{name: "paused: nothing, and says what is next", mutate: func(f *Facts) { outdated(f); f.Cluster.Spec.Paused = true },
@@ -127,7 +127,7 @@ func TestPlanRollout(t *testing.T) {
 // TestPlanHousekeeping: issue 5, storage.size growth.
 func TestPlanHousekeeping(t *testing.T) {
 	grow := func(f *Facts) {
-		f.retarget(func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("8Gi") })
+		f.retarget(func(t *stewardv1.MemberTemplate) { t.Storage.Size = quantity("8Gi") })
 		for i := range f.Members {
 			f.Members[i].PVC.Resizable = true
 		}

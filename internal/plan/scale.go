@@ -1,7 +1,7 @@
 package plan
 
 import (
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
@@ -86,7 +86,7 @@ func (v *view) housekeeping() (Action, bool) {
 }
 
 func (v *view) restartForResize(m *memberView) Action {
-	if v.f.strategy() == v1alpha1.OnDelete {
+	if v.f.strategy() == stewardv1.OnDelete {
 		return wait(ReasonResizingFilesystem, "%s's filesystem grows when its Pod restarts (updateStrategy OnDelete: delete it)", m.Name)
 	}
 	if r := v.gate(m.Name); !r.Passed() {

@@ -7,11 +7,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 )
 
-func (w *world) observed() v1alpha1.MemberTemplate { return *w.cluster.Status.Observed.DeepCopy() }
+func (w *world) observed() stewardv1.MemberTemplate { return *w.cluster.Status.Observed.DeepCopy() }
 
 func (w *world) ensurePVC(m *wMember) {
 	if w.memory() || m.pvc != nil {
@@ -58,7 +58,7 @@ func (w *world) apply(f Facts, a Action) {
 			w.staleOr("CreateMember %s: it exists", a.Member) // the API server answers AlreadyExists
 			return
 		}
-		w.members = append(w.members, &wMember{name: a.Member, ordinal: a.Ordinal, phase: v1alpha1.MemberPending, template: w.observed()})
+		w.members = append(w.members, &wMember{name: a.Member, ordinal: a.Ordinal, phase: stewardv1.MemberPending, template: w.observed()})
 		w.sortMembers()
 	case BootstrapSeed:
 		if len(w.etcd) > 0 {
@@ -90,7 +90,7 @@ func (w *world) apply(f Facts, a Action) {
 		m.replacing = m.replacing || a.Replacing
 	case RemoveMember:
 		if m != nil {
-			m.phase = v1alpha1.MemberRemoving
+			m.phase = stewardv1.MemberRemoving
 			m.replacing = m.replacing || a.Replacing
 		}
 		if !early {
@@ -121,7 +121,7 @@ func (w *world) applyObject(m *wMember, a Action) {
 		if m.pod != nil || m.pvc != nil || w.entry(m) != nil {
 			w.violate("ResetMember %s while its Pod, PVC or etcd entry remains", m.name)
 		}
-		m.phase, m.id, m.template = v1alpha1.MemberPending, "", w.observed()
+		m.phase, m.id, m.template = stewardv1.MemberPending, "", w.observed()
 	case DeleteMember:
 		if m.deleting {
 			w.staleOr("DeleteMember %s: it is being deleted", m.name) // a second delete changes nothing
@@ -202,7 +202,7 @@ func (w *world) staleOr(format string, args ...any) {
 }
 
 func (w *world) addLearner(m *wMember, crash, early bool) {
-	m.phase = v1alpha1.MemberJoining
+	m.phase = stewardv1.MemberJoining
 	if early {
 		return
 	}
@@ -220,7 +220,7 @@ func (w *world) addLearner(m *wMember, crash, early bool) {
 	w.etcd = append(w.etcd, &wEtcd{id: w.nextID, peerURL: peerURL(m.name), learner: true})
 	w.events = append(w.events, event{step: w.step, kind: AddLearner, member: m.name, ordinal: m.ordinal})
 	if !crash {
-		m.phase, m.id = v1alpha1.MemberLearner, hexID(w.nextID)
+		m.phase, m.id = stewardv1.MemberLearner, hexID(w.nextID)
 	}
 }
 
@@ -235,7 +235,7 @@ func (w *world) promote(m *wMember, a Action, crash bool) {
 	}
 	e.learner = false
 	if !crash {
-		m.phase = v1alpha1.MemberRunning
+		m.phase = stewardv1.MemberRunning
 	}
 }
 

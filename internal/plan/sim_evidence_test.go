@@ -12,11 +12,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // evidenceWorldOf is a formed cluster whose kubelet reports container state, IDs and generations.
-func evidenceWorldOf(t *testing.T, n int32, medium v1alpha1.StorageMedium) *world {
+func evidenceWorldOf(t *testing.T, n int32, medium stewardv1.StorageMedium) *world {
 	t.Helper()
 	w := newWorld(t, n, medium)
 	w.ev.kubelet, w.ev.observer, w.liveness = true, "op-1", false
@@ -39,7 +39,7 @@ func (w *world) stepEvents() []event {
 
 func automaticAfter(after int32) func(*world) {
 	return func(w *world) {
-		w.cluster.Spec.QuorumLoss = &v1alpha1.QuorumLossSpec{Policy: v1alpha1.QuorumLossAutomatic, AfterSeconds: ptrTo(after)}
+		w.cluster.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptrTo(after)}
 	}
 }
 
@@ -48,7 +48,7 @@ func annotateRecover(value string) func(*world) {
 		if w.cluster.Annotations == nil {
 			w.cluster.Annotations = map[string]string{}
 		}
-		w.cluster.Annotations[v1alpha1.AnnotationRecoverQuorum] = value
+		w.cluster.Annotations[stewardv1.AnnotationRecoverQuorum] = value
 	}
 }
 
@@ -110,12 +110,12 @@ func TestSequenceRecoveryAbortsWhenQuorumReturns(t *testing.T) {
 					started, tc.returns, healed, aborted, w.tail(40))
 			}
 			qr := w.cluster.Status.QuorumRecovery
-			if qr == nil || qr.Last == nil || qr.Last.Outcome != v1alpha1.RecoveryAborted || qr.InProgress != nil {
+			if qr == nil || qr.Last == nil || qr.Last.Outcome != stewardv1.RecoveryAborted || qr.InProgress != nil {
 				t.Errorf("status.quorumRecovery = %+v, want last Aborted and nothing in progress", qr)
 			} else if !strings.Contains(qr.Last.Message, "etcd shows quorum") {
 				t.Errorf("the abort does not give its evidence: %q", qr.Last.Message)
 			}
-			if _, ok := w.cluster.Annotations[v1alpha1.AnnotationRecoverQuorum]; ok {
+			if _, ok := w.cluster.Annotations[stewardv1.AnnotationRecoverQuorum]; ok {
 				t.Errorf("the recover-quorum annotation outlived the aborted recovery")
 			}
 			wantFenced := map[Kind]int{StartRecovery: 0, DeletePod: 1}[tc.after]
@@ -185,7 +185,7 @@ func TestSequenceDefragRecordDoesNotBlockRepair(t *testing.T) {
 			w := evidenceWorldOf(t, 3, med)
 			before := ids(w)
 			record := func(w *world) {
-				w.member("c-1").ev.defrag = &v1alpha1.MemberDefragmentation{StartedAt: ptrTo(metav1.NewTime(w.now))}
+				w.member("c-1").ev.defrag = &stewardv1.MemberDefragmentation{StartedAt: ptrTo(metav1.NewTime(w.now))}
 			}
 			w.converge(map[int]func(*world){1: both(record, crashLoop("c-1", false))})
 			w.assertConverged()

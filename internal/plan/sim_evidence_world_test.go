@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 type evidenceWorld struct {
@@ -35,8 +35,8 @@ type evidenceWorld struct {
 }
 
 type evidenceMember struct {
-	defrag      *v1alpha1.MemberDefragmentation // status.defragmentation
-	dataVersion *v1alpha1.DataVersion           // status.dataVersion, as the controller records it
+	defrag      *stewardv1.MemberDefragmentation // status.defragmentation
+	dataVersion *stewardv1.DataVersion           // status.dataVersion, as the controller records it
 }
 
 type evidencePod struct {
@@ -177,7 +177,7 @@ func (w *world) recordEvidence(d Decision) {
 	}
 	qr := w.cluster.Status.QuorumRecovery
 	if qr == nil {
-		qr = &v1alpha1.QuorumRecoveryStatus{}
+		qr = &stewardv1.QuorumRecoveryStatus{}
 	}
 	qr.LostSince, qr.Observer, qr.Plan = d.LostSince, d.LostObserver, d.RecoveryPlan
 	if qr.LostSince == nil && qr.Plan == nil && qr.InProgress == nil && qr.Last == nil {
@@ -191,8 +191,8 @@ func (w *world) recordEvidence(d Decision) {
 }
 
 func (w *world) dropAnnotations() {
-	delete(w.cluster.Annotations, v1alpha1.AnnotationRecoverQuorum)
-	delete(w.cluster.Annotations, v1alpha1.AnnotationRecoverQuorumConfirm)
+	delete(w.cluster.Annotations, stewardv1.AnnotationRecoverQuorum)
+	delete(w.cluster.Annotations, stewardv1.AnnotationRecoverQuorumConfirm)
 }
 
 // applyEvidence carries out the recovery's bookkeeping and the defragmentation record's closing,
@@ -200,12 +200,12 @@ func (w *world) dropAnnotations() {
 func (w *world) applyEvidence(m *wMember, a Action) {
 	w.events = append(w.events, event{step: w.step, kind: a.Kind, member: a.Member, reason: a.Reason})
 	if a.Kind == RecordDefragmentation {
-		m.ev.defrag = &v1alpha1.MemberDefragmentation{Last: &v1alpha1.DefragmentationResult{
-			Time: metav1.NewTime(w.now), Outcome: v1alpha1.DefragmentationInterrupted}}
+		m.ev.defrag = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
+			Time: metav1.NewTime(w.now), Outcome: stewardv1.DefragmentationInterrupted}}
 		return
 	}
 	if w.cluster.Status.QuorumRecovery == nil {
-		w.cluster.Status.QuorumRecovery = &v1alpha1.QuorumRecoveryStatus{}
+		w.cluster.Status.QuorumRecovery = &stewardv1.QuorumRecoveryStatus{}
 	}
 	qr := w.cluster.Status.QuorumRecovery
 	switch a.Kind {
@@ -221,12 +221,12 @@ func (w *world) applyEvidence(m *wMember, a Action) {
 		}
 		qr.InProgress.Stage, qr.InProgress.Since = a.Stage, metav1.NewTime(w.now)
 	case FinishRecovery, AbortRecovery:
-		outcome := v1alpha1.RecoveryRecovered
+		outcome := stewardv1.RecoveryRecovered
 		if a.Kind == AbortRecovery {
-			outcome = v1alpha1.RecoveryAborted
+			outcome = stewardv1.RecoveryAborted
 		}
 		if p := qr.InProgress; p != nil {
-			qr.Last = &v1alpha1.QuorumRecoveryRecord{Time: metav1.NewTime(w.now), Survivor: p.Survivor, Trigger: p.Trigger,
+			qr.Last = &stewardv1.QuorumRecoveryRecord{Time: metav1.NewTime(w.now), Survivor: p.Survivor, Trigger: p.Trigger,
 				Discarded: p.Discarded, Outcome: outcome, Message: a.Message}
 		}
 		qr.InProgress = nil

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // run reconciles step by step until the plan says Nothing, an invariant breaks, or max steps pass.
@@ -110,7 +110,7 @@ func (w *world) assertConverged() {
 		switch {
 		case m.ordinal != int32(i):
 			w.t.Errorf("member %d has ordinal %d: scale-in must remove the highest", i, m.ordinal)
-		case m.phase != v1alpha1.MemberRunning || m.deleting:
+		case m.phase != stewardv1.MemberRunning || m.deleting:
 			w.t.Errorf("%s is %s (deleting=%v)", m.name, m.phase, m.deleting)
 		case e == nil || e.learner || !w.available(e):
 			w.t.Errorf("%s is not an available voter", m.name)
@@ -128,7 +128,7 @@ func (w *world) assertConverged() {
 }
 
 // formedWorld bootstraps a cluster of n members and forgets the bootstrap's events.
-func formedWorld(t *testing.T, n int32, medium v1alpha1.StorageMedium) *world {
+func formedWorld(t *testing.T, n int32, medium stewardv1.StorageMedium) *world {
 	t.Helper()
 	w := newWorld(t, n, medium)
 	w.converge(nil)

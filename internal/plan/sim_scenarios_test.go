@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // stuck runs a scenario that must end waiting (not Nothing) with the given reason, cleanly.
@@ -93,7 +93,7 @@ func TestSequenceOnDelete(t *testing.T) {
 	for _, med := range media {
 		t.Run(mediumName(med), func(t *testing.T) {
 			w := formedWorld(t, 3, med)
-			w.cluster.Spec.UpdateStrategy.Type = v1alpha1.OnDelete
+			w.cluster.Spec.UpdateStrategy.Type = stewardv1.OnDelete
 			d := w.run(60, map[int]func(*world){1: changeResources("1")})
 			if d.Action.Kind != Nothing || len(w.touched()) != 0 {
 				t.Fatalf("OnDelete touched %s; ended with %s\n%s", names(w.touched()), d.Action, w.tail(20))

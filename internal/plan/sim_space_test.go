@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -32,9 +32,9 @@ func (w *world) compacted(a Action) {
 		e.live /= 2
 	}
 	if w.cluster.Status.Maintenance == nil {
-		w.cluster.Status.Maintenance = &v1alpha1.MaintenanceStatus{}
+		w.cluster.Status.Maintenance = &stewardv1.MaintenanceStatus{}
 	}
-	w.cluster.Status.Maintenance.LastCompaction = &v1alpha1.CompactionRecord{Revision: a.Revision,
+	w.cluster.Status.Maintenance.LastCompaction = &stewardv1.CompactionRecord{Revision: a.Revision,
 		HeadRevision: a.HeadRevision, Time: metav1.NewTime(w.now)}
 }
 
@@ -49,8 +49,8 @@ func (w *world) defragmented(m *wMember, e *wEtcd) {
 		after = s.LastCompaction.Revision
 	}
 	now := metav1.NewTime(w.now)
-	m.ev.defrag = &v1alpha1.MemberDefragmentation{LastSucceeded: &now, AfterCompaction: after,
-		Last: &v1alpha1.DefragmentationResult{Time: now, Outcome: v1alpha1.DefragmentationSucceeded}}
+	m.ev.defrag = &stewardv1.MemberDefragmentation{LastSucceeded: &now, AfterCompaction: after,
+		Last: &stewardv1.DefragmentationResult{Time: now, Outcome: stewardv1.DefragmentationSucceeded}}
 }
 
 // TestSequenceNoSpaceRecovered: every member's file at its quota, 2% free, NOSPACE raised. The

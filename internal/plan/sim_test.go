@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-const memory = v1alpha1.StorageMediumMemory
+const memory = stewardv1.StorageMediumMemory
 
-var media = []v1alpha1.StorageMedium{v1alpha1.StorageMediumDefault, memory}
+var media = []stewardv1.StorageMedium{stewardv1.StorageMediumDefault, memory}
 
-func mediumName(m v1alpha1.StorageMedium) string {
+func mediumName(m stewardv1.StorageMedium) string {
 	if m == memory {
 		return "memory"
 	}
@@ -80,7 +80,7 @@ func Test_RollingSequences(t *testing.T) {
 	tests := []struct {
 		name   string
 		n      int32
-		media  []v1alpha1.StorageMedium
+		media  []stewardv1.StorageMedium
 		hooks  map[int]func(*world)
 		expect func(t *testing.T, w *world, before map[string]uint64)
 	}{

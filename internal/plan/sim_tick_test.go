@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -178,7 +178,7 @@ func (w *world) observeMember(m *wMember) {
 	if m.phase != m.seenPhase {
 		m.seenPhase, m.phaseSince = m.phase, w.now
 	}
-	if m.phase == v1alpha1.MemberRunning {
+	if m.phase == stewardv1.MemberRunning {
 		m.replacing = false
 	}
 	if p := m.pod; p != nil {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -28,7 +28,7 @@ type world struct {
 	crashRate  float64 // chance an action stops half-way, as if the operator died mid-step
 	resizes    int     // in-place resizes requested
 	crashes    int     // how many steps did
-	cluster    *v1alpha1.EtcdCluster
+	cluster    *stewardv1.EtcdCluster
 	members    []*wMember
 	etcd       []*wEtcd
 	leader     uint64
@@ -86,22 +86,22 @@ type world struct {
 type wMember struct {
 	name     string
 	ordinal  int32
-	phase    v1alpha1.MemberPhase
+	phase    stewardv1.MemberPhase
 	id       string
 	deleting bool
-	template v1alpha1.MemberTemplate
+	template stewardv1.MemberTemplate
 	pod      *wPod
 	pvc      *wPVC
 	// replacing is status.replacing; phaseSince and seenPhase time the recorded phase.
 	replacing  bool
 	phaseSince time.Time
-	seenPhase  v1alpha1.MemberPhase
+	seenPhase  stewardv1.MemberPhase
 	everVoter  bool // it has been a voter: absent from etcd later, it is disrupted
 	ev         evidenceMember
 }
 
 type wPod struct {
-	template      v1alpha1.MemberTemplate
+	template      stewardv1.MemberTemplate
 	bootstrap     bool // started with --initial-cluster-state=new
 	age           int
 	running       bool
@@ -155,15 +155,15 @@ type event struct {
 	leader  bool // the member led when it was disrupted
 }
 
-func template(version string) v1alpha1.MemberTemplate {
-	return v1alpha1.MemberTemplate{
+func template(version string) stewardv1.MemberTemplate {
+	return stewardv1.MemberTemplate{
 		Version: version,
-		Storage: v1alpha1.StorageSpec{Size: ptrTo(resource.MustParse("4Gi"))},
+		Storage: stewardv1.StorageSpec{Size: ptrTo(resource.MustParse("4Gi"))},
 	}
 }
 
-func newWorld(t testing.TB, replicas int32, medium v1alpha1.StorageMedium) *world {
-	c := &v1alpha1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-1"}}
+func newWorld(t testing.TB, replicas int32, medium stewardv1.StorageMedium) *world {
+	c := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-1"}}
 	c.Spec.Replicas = ptrTo(replicas)
 	c.Spec.MemberTemplate = template("3.5.17")
 	c.Spec.Storage.Medium = medium
@@ -177,7 +177,7 @@ func newWorld(t testing.TB, replicas int32, medium v1alpha1.StorageMedium) *worl
 
 func peerURL(name string) string { return fmt.Sprintf("http://%s.c.ns.svc:2380", name) }
 
-func (w *world) memory() bool { return w.cluster.Spec.Storage.Medium == v1alpha1.StorageMediumMemory }
+func (w *world) memory() bool { return w.cluster.Spec.Storage.Medium == stewardv1.StorageMediumMemory }
 
 func (w *world) violate(format string, args ...any) {
 	w.errs = append(w.errs, fmt.Sprintf("step %d: ", w.step)+fmt.Sprintf(format, args...))

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/evidence"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -54,18 +54,18 @@ func (v *view) fillStatus(d *Decision, found notes) {
 		v.recoveryCondition(d.RecoveryPlan, q)}
 }
 
-func (v *view) memberStatus(m *memberView) v1alpha1.MemberStatus {
-	s := v1alpha1.MemberStatus{Name: m.Name, ID: m.ID, Role: v1alpha1.RoleUnknown, Updated: v.updated(m)}
+func (v *view) memberStatus(m *memberView) stewardv1.MemberStatus {
+	s := stewardv1.MemberStatus{Name: m.Name, ID: m.ID, Role: stewardv1.RoleUnknown, Updated: v.updated(m)}
 	if m.inEtcd() {
 		s.ID = m.recordedID()
 	}
 	switch {
 	case m.learner():
-		s.Role = v1alpha1.RoleLearner
+		s.Role = stewardv1.RoleLearner
 	case m.leader:
-		s.Role = v1alpha1.RoleLeader
+		s.Role = stewardv1.RoleLeader
 	case m.voter():
-		s.Role = v1alpha1.RoleFollower
+		s.Role = stewardv1.RoleFollower
 	}
 	s.Ready = m.readyVoter()
 	if m.ep != nil {
@@ -98,7 +98,7 @@ func (v *view) outdated(m *memberView) bool {
 // volume has the target size; a template recorded on the member alone does not count (it is
 // recorded before its Pod starts). Printer columns and `kubectl wait` users read this.
 func (v *view) updated(m *memberView) bool {
-	return !v.outdated(m) && m.Phase == v1alpha1.MemberRunning && m.Pod.Exists && !m.Pod.Deleting && !m.Pod.Failed
+	return !v.outdated(m) && m.Phase == stewardv1.MemberRunning && m.Pod.Exists && !m.Pod.Deleting && !m.Pod.Failed
 }
 
 // podRunsTarget: the Pod was built from a template that needs no roll to reach the target. A Pod
@@ -121,11 +121,11 @@ func (v *view) storageGrowing(m *memberView) bool {
 		(v.target.Storage.Size != nil && !p.Capacity.IsZero() && p.Capacity.Cmp(*v.target.Storage.Size) < 0)
 }
 
-func (v *view) rolloutStatus(d *Decision, found notes) *v1alpha1.RolloutStatus {
+func (v *view) rolloutStatus(d *Decision, found notes) *stewardv1.RolloutStatus {
 	if len(d.Outdated) == 0 && !v.rollingWasTrue() {
 		return nil
 	}
-	r := &v1alpha1.RolloutStatus{}
+	r := &stewardv1.RolloutStatus{}
 	switch d.Action.Reason {
 	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingPodMetadata, ReasonResizingInPlace:
 		r.Member = d.Action.Member
@@ -236,7 +236,7 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 	}
 	for _, m := range v.active() {
 		switch {
-		case m.Phase == v1alpha1.MemberPending && !m.inEtcd():
+		case m.Phase == stewardv1.MemberPending && !m.inEtcd():
 			// Not created in etcd yet: progress, not damage.
 		case !m.Pod.Exists:
 			add(ReasonMemberPodMissing, m.Name, "Pod missing")
@@ -297,7 +297,7 @@ func (v *view) rollingUpdate(d *Decision, found notes) metav1.Condition {
 	switch {
 	case a.Reason == ReasonPaused:
 		return cond(ConditionRollingUpdate, true, ReasonPaused, "paused; outdated: %s", outdated)
-	case v.f.strategy() == v1alpha1.OnDelete && len(d.Order) > 0:
+	case v.f.strategy() == stewardv1.OnDelete && len(d.Order) > 0:
 		return cond(ConditionRollingUpdate, true, ReasonWaitingForDeletion, "updateStrategy OnDelete: delete the Pods of %s "+
 			"to rebuild them on the new template", strings.Join(d.Order, ", "))
 	case found.rollBlocked != "":

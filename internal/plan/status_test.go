@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -24,7 +24,7 @@ func TestConditions(t *testing.T) {
 	tests := []struct {
 		name   string
 		n      int32
-		medium v1alpha1.StorageMedium
+		medium stewardv1.StorageMedium
 		mutate func(f *Facts)
 		want   []condWant
 	}{
@@ -98,7 +98,7 @@ func TestConditions(t *testing.T) {
 			}},
 		{name: "OnDelete", mutate: func(f *Facts) {
 			f.retarget(cpu("1"))
-			f.Cluster.Spec.UpdateStrategy.Type = v1alpha1.OnDelete
+			f.Cluster.Spec.UpdateStrategy.Type = stewardv1.OnDelete
 		}, want: []condWant{{ConditionRollingUpdate, "True", ReasonWaitingForDeletion, "c-2, c-1, c-0"}}},
 		{name: "paused with a pending change", mutate: func(f *Facts) {
 			f.Cluster.Spec.Version = "3.5.18"
@@ -152,7 +152,7 @@ func TestStatusMembers(t *testing.T) {
 	if got := strings.Join(d.Outdated, ","); got != "c-0,c-1" {
 		t.Errorf("outdated %s", got)
 	}
-	roles := map[string]v1alpha1.MemberRole{}
+	roles := map[string]stewardv1.MemberRole{}
 	for _, m := range d.Members {
 		roles[m.Name] = m.Role
 		if m.ID == "" || m.Version == "" {
@@ -162,7 +162,7 @@ func TestStatusMembers(t *testing.T) {
 			t.Errorf("%+v", m)
 		}
 	}
-	if roles["c-0"] != v1alpha1.RoleLeader || roles["c-1"] != v1alpha1.RoleFollower {
+	if roles["c-0"] != stewardv1.RoleLeader || roles["c-1"] != stewardv1.RoleFollower {
 		t.Errorf("roles %v", roles)
 	}
 	if d.Changes["c-0"] != ChangeRoll || d.Changes["c-2"] != 0 {
@@ -176,11 +176,11 @@ func TestStatusMembers(t *testing.T) {
 func TestStatusLearnerRole(t *testing.T) {
 	f := healthyFacts(t, 3, "")
 	f.setReplicas(4)
-	f.newMember(3, v1alpha1.MemberLearner).Pod = Pod{Exists: true}
+	f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true}
 	f.addLearner("c-3", false)
 	d := Plan(f)
 	for _, m := range d.Members {
-		if m.Name == "c-3" && (m.Role != v1alpha1.RoleLearner || m.Ready) {
+		if m.Name == "c-3" && (m.Role != stewardv1.RoleLearner || m.Ready) {
 			t.Errorf("learner status %+v", m)
 		}
 	}
@@ -188,7 +188,7 @@ func TestStatusLearnerRole(t *testing.T) {
 
 func TestVersionWarning(t *testing.T) {
 	f := healthyFacts(t, 3, "")
-	f.retarget(func(t *v1alpha1.MemberTemplate) { t.Version = "3.6.0-custom.build" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.0-custom.build" })
 	if d := Plan(f); d.VersionWarning != "" {
 		t.Errorf("a suffix is still X.Y.Z: %q", d.VersionWarning)
 	}
@@ -206,7 +206,7 @@ func TestVersionWarning(t *testing.T) {
 func TestDisruptionView(t *testing.T) {
 	f := healthyFacts(t, 3, memory)
 	f.Cluster.Spec.UpdateStrategy.AllowDowntime = true
-	f.memberPhase("c-2", v1alpha1.MemberRemoving)
+	f.memberPhase("c-2", stewardv1.MemberRemoving)
 	f.m("c-1").Pod.Ready = false
 	f.Etcd.Members = append(f.Etcd.Members, health.Member{ID: 0x42, IsLearner: true, PeerURLs: []string{"http://x:2380"}})
 	c := f.DisruptionView()
@@ -227,12 +227,12 @@ func TestDisruptionView(t *testing.T) {
 		t.Errorf("a member whose removal is only intended is judged by what it does: %+v", m)
 	}
 	f2 := healthyFacts(t, 3, memory)
-	f2.memberPhase("c-2", v1alpha1.MemberRemoving)
+	f2.memberPhase("c-2", stewardv1.MemberRemoving)
 	f2.dropLive("c-2")
 	if m := byNameOf(f2.DisruptionView(), "c-2"); !m.InFlight || !m.Replacing {
 		t.Errorf("a member out of etcd to be replaced is disrupted: %+v", m)
 	}
-	f2.memberPhase("c-2", v1alpha1.MemberPending)
+	f2.memberPhase("c-2", stewardv1.MemberPending)
 	f2.m("c-2").Replacing = true
 	if m := byNameOf(f2.DisruptionView(), "c-2"); !m.Replacing {
 		t.Errorf("a replacement not yet a voter is disrupted: %+v", m)

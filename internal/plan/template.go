@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // Compare classifies how a member's recorded template differs from the target. The comparison is
@@ -23,7 +23,7 @@ import (
 //   - a change of CPU or memory alone is a resize of the running Pod (see resizable).
 //
 // Everything else reaches the Pod spec or etcd's flags and needs a roll.
-func Compare(member, target v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) Change {
+func Compare(member, target stewardv1.MemberTemplate, medium stewardv1.StorageMedium) Change {
 	m, t := rollable(member, medium), rollable(target, medium)
 	var c Change
 	switch {
@@ -40,26 +40,26 @@ func Compare(member, target v1alpha1.MemberTemplate, medium v1alpha1.StorageMedi
 }
 
 // rollable returns the part of a template whose change needs a restart or a replacement.
-func rollable(t v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) v1alpha1.MemberTemplate {
+func rollable(t stewardv1.MemberTemplate, medium stewardv1.StorageMedium) stewardv1.MemberTemplate {
 	t = *t.DeepCopy()
 	t.Storage.RetentionPolicy = ""
-	t.PodMetadata = v1alpha1.PodMetadata{}
-	if medium != v1alpha1.StorageMediumMemory {
+	t.PodMetadata = stewardv1.PodMetadata{}
+	if medium != stewardv1.StorageMediumMemory {
 		t.Storage.Size = nil
 	}
 	return t
 }
 
 // expansionNeeded says whether a PVC is smaller than the target size.
-func expansionNeeded(pvc PVC, target v1alpha1.MemberTemplate, medium v1alpha1.StorageMedium) bool {
-	if medium == v1alpha1.StorageMediumMemory || !pvc.Exists || target.Storage.Size == nil {
+func expansionNeeded(pvc PVC, target stewardv1.MemberTemplate, medium stewardv1.StorageMedium) bool {
+	if medium == stewardv1.StorageMediumMemory || !pvc.Exists || target.Storage.Size == nil {
 		return false
 	}
 	return pvc.Requested.Cmp(*target.Storage.Size) < 0
 }
 
 // specTemplate is the member template of the user's intent.
-func (f *Facts) specTemplate() v1alpha1.MemberTemplate { return f.Cluster.Spec.MemberTemplate }
+func (f *Facts) specTemplate() stewardv1.MemberTemplate { return f.Cluster.Spec.MemberTemplate }
 
 // specAdopted reports whether status.observed already equals the spec (retentionPolicy included:
 // observed should say what the user asked for, even where no member is touched).
@@ -148,7 +148,7 @@ func (v *view) safePoint() bool {
 // change, keys neither appear nor go), the same QoS class (the API refuses a resize that changes
 // it), and no memory limit lowered: Steward cannot prove the member's use stays under a lower
 // limit, and an OOM kill is a worse disruption than a planned restart.
-func resizable(m, t v1alpha1.MemberTemplate) bool {
+func resizable(m, t stewardv1.MemberTemplate) bool {
 	mr, tr := m.Resources, t.Resources
 	m.Resources, t.Resources = corev1.ResourceRequirements{}, corev1.ResourceRequirements{}
 	if !equality.Semantic.DeepEqual(m, t) || len(mr.Claims)+len(tr.Claims) > 0 {

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // fieldCases is the field table of issue 5 ("which fields roll"), tested against Compare. Every
@@ -15,58 +15,58 @@ import (
 // forces a decision here.
 var fieldCases = []struct {
 	field  string
-	edit   func(t *v1alpha1.MemberTemplate)
+	edit   func(t *stewardv1.MemberTemplate)
 	pvc    Change
 	memory Change
 	// inPlace is what happens without a restart, whatever the storage (docs/rollout.md's third
 	// column); resizeCases prove the resize.
 	inPlace string
 }{
-	{"Version", func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
-	{"Image", func(t *v1alpha1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
-	{"ImagePullSecrets", func(t *v1alpha1.MemberTemplate) {
+	{"Version", func(t *stewardv1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
+	{"Image", func(t *stewardv1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
+	{"ImagePullSecrets", func(t *stewardv1.MemberTemplate) {
 		t.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
 	}, ChangeRoll, ChangeRoll, "—"},
-	{"Storage", func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("8Gi") }, 0, ChangeRoll, "PVC expansion (PVC storage)"},
+	{"Storage", func(t *stewardv1.MemberTemplate) { t.Storage.Size = quantity("8Gi") }, 0, ChangeRoll, "PVC expansion (PVC storage)"},
 	{"Resources", cpu("250m"), ChangeRoll, ChangeRoll, "resize: CPU and memory values"},
-	{"Affinity", func(t *v1alpha1.MemberTemplate) { t.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}} },
+	{"Affinity", func(t *stewardv1.MemberTemplate) { t.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}} },
 		ChangeRoll, ChangeRoll, "—"},
-	{"TopologySpreadConstraints", func(t *v1alpha1.MemberTemplate) {
+	{"TopologySpreadConstraints", func(t *stewardv1.MemberTemplate) {
 		t.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone"}}
 	}, ChangeRoll, ChangeRoll, "—"},
-	{"NodeSelector", func(t *v1alpha1.MemberTemplate) { t.NodeSelector = map[string]string{"disk": "ssd"} }, ChangeRoll, ChangeRoll, "—"},
-	{"Tolerations", func(t *v1alpha1.MemberTemplate) { t.Tolerations = []corev1.Toleration{{Key: "etcd"}} }, ChangeRoll, ChangeRoll, "—"},
-	{"PriorityClassName", func(t *v1alpha1.MemberTemplate) { t.PriorityClassName = "system-cluster-critical" }, ChangeRoll, ChangeRoll, "—"},
-	{"PodMetadata", func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata, "patch"},
-	{"Options", func(t *v1alpha1.MemberTemplate) { t.Options.SnapshotCount = ptrTo(int64(5000)) }, ChangeRoll, ChangeRoll, "—"},
+	{"NodeSelector", func(t *stewardv1.MemberTemplate) { t.NodeSelector = map[string]string{"disk": "ssd"} }, ChangeRoll, ChangeRoll, "—"},
+	{"Tolerations", func(t *stewardv1.MemberTemplate) { t.Tolerations = []corev1.Toleration{{Key: "etcd"}} }, ChangeRoll, ChangeRoll, "—"},
+	{"PriorityClassName", func(t *stewardv1.MemberTemplate) { t.PriorityClassName = "system-cluster-critical" }, ChangeRoll, ChangeRoll, "—"},
+	{"PodMetadata", func(t *stewardv1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata, "patch"},
+	{"Options", func(t *stewardv1.MemberTemplate) { t.Options.SnapshotCount = ptrTo(int64(5000)) }, ChangeRoll, ChangeRoll, "—"},
 }
 
 // moreCases are finer points of the same comparison.
 var moreCases = []struct {
 	name   string
-	edit   func(t *v1alpha1.MemberTemplate)
+	edit   func(t *stewardv1.MemberTemplate)
 	pvc    Change
 	memory Change
 }{
-	{"retentionPolicy touches no member", func(t *v1alpha1.MemberTemplate) { t.Storage.RetentionPolicy = v1alpha1.RetentionDelete }, 0, 0},
-	{"the same size spelled differently", func(t *v1alpha1.MemberTemplate) { t.Storage.Size = quantity("4096Mi") }, 0, 0},
-	{"storageClassName (locked, but compared)", func(t *v1alpha1.MemberTemplate) { t.Storage.StorageClassName = ptrTo("fast") }, ChangeRoll, ChangeRoll},
-	{"annotations", func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Annotations = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata},
-	{"empty and nil maps are equal", func(t *v1alpha1.MemberTemplate) {
+	{"retentionPolicy touches no member", func(t *stewardv1.MemberTemplate) { t.Storage.RetentionPolicy = stewardv1.RetentionDelete }, 0, 0},
+	{"the same size spelled differently", func(t *stewardv1.MemberTemplate) { t.Storage.Size = quantity("4096Mi") }, 0, 0},
+	{"storageClassName (locked, but compared)", func(t *stewardv1.MemberTemplate) { t.Storage.StorageClassName = ptrTo("fast") }, ChangeRoll, ChangeRoll},
+	{"annotations", func(t *stewardv1.MemberTemplate) { t.PodMetadata.Annotations = map[string]string{"a": "b"} }, ChangeMetadata, ChangeMetadata},
+	{"empty and nil maps are equal", func(t *stewardv1.MemberTemplate) {
 		t.NodeSelector, t.PodMetadata.Labels = map[string]string{}, map[string]string{}
 	}, 0, 0},
-	{"empty and nil lists are equal", func(t *v1alpha1.MemberTemplate) { t.Tolerations = []corev1.Toleration{} }, 0, 0},
-	{"equal quantities in resources", func(t *v1alpha1.MemberTemplate) {
+	{"empty and nil lists are equal", func(t *stewardv1.MemberTemplate) { t.Tolerations = []corev1.Toleration{} }, 0, 0},
+	{"equal quantities in resources", func(t *stewardv1.MemberTemplate) {
 		t.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 	}, ChangeRoll, ChangeRoll},
-	{"quota", func(t *v1alpha1.MemberTemplate) { t.Options.QuotaBackendBytes = quantity("2Gi") }, ChangeRoll, ChangeRoll},
-	{"compaction", func(t *v1alpha1.MemberTemplate) { t.Options.AutoCompactionMode = "periodic" }, ChangeRoll, ChangeRoll},
-	{"heartbeat", func(t *v1alpha1.MemberTemplate) { t.Options.HeartbeatIntervalMillis = ptrTo(int32(200)) }, ChangeRoll, ChangeRoll},
-	{"election timeout", func(t *v1alpha1.MemberTemplate) { t.Options.ElectionTimeoutMillis = ptrTo(int32(2000)) }, ChangeRoll, ChangeRoll},
-	{"max request bytes", func(t *v1alpha1.MemberTemplate) { t.Options.MaxRequestBytes = ptrTo(int32(1 << 21)) }, ChangeRoll, ChangeRoll},
-	{"log level", func(t *v1alpha1.MemberTemplate) { t.Options.LogLevel = "debug" }, ChangeRoll, ChangeRoll},
-	{"extraArgs", func(t *v1alpha1.MemberTemplate) { t.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"} }, ChangeRoll, ChangeRoll},
-	{"metadata and a roll", func(t *v1alpha1.MemberTemplate) {
+	{"quota", func(t *stewardv1.MemberTemplate) { t.Options.QuotaBackendBytes = quantity("2Gi") }, ChangeRoll, ChangeRoll},
+	{"compaction", func(t *stewardv1.MemberTemplate) { t.Options.AutoCompactionMode = "periodic" }, ChangeRoll, ChangeRoll},
+	{"heartbeat", func(t *stewardv1.MemberTemplate) { t.Options.HeartbeatIntervalMillis = ptrTo(int32(200)) }, ChangeRoll, ChangeRoll},
+	{"election timeout", func(t *stewardv1.MemberTemplate) { t.Options.ElectionTimeoutMillis = ptrTo(int32(2000)) }, ChangeRoll, ChangeRoll},
+	{"max request bytes", func(t *stewardv1.MemberTemplate) { t.Options.MaxRequestBytes = ptrTo(int32(1 << 21)) }, ChangeRoll, ChangeRoll},
+	{"log level", func(t *stewardv1.MemberTemplate) { t.Options.LogLevel = "debug" }, ChangeRoll, ChangeRoll},
+	{"extraArgs", func(t *stewardv1.MemberTemplate) { t.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"} }, ChangeRoll, ChangeRoll},
+	{"metadata and a roll", func(t *stewardv1.MemberTemplate) {
 		t.PodMetadata.Labels = map[string]string{"a": "b"}
 		t.Version = "3.5.18"
 	}, ChangeRoll | ChangeMetadata, ChangeRoll | ChangeMetadata},
@@ -74,11 +74,11 @@ var moreCases = []struct {
 
 func TestCompare(t *testing.T) {
 	base := template("3.5.17")
-	check := func(t *testing.T, edit func(*v1alpha1.MemberTemplate), pvc, mem Change) {
+	check := func(t *testing.T, edit func(*stewardv1.MemberTemplate), pvc, mem Change) {
 		t.Helper()
 		target := *base.DeepCopy()
 		edit(&target)
-		if got := Compare(base, target, v1alpha1.StorageMediumDefault); got != pvc {
+		if got := Compare(base, target, stewardv1.StorageMediumDefault); got != pvc {
 			t.Errorf("pvc: Compare = %s, want %s", got, pvc)
 		}
 		if got := Compare(base, target, memory); got != mem {
@@ -101,7 +101,7 @@ func TestCompare(t *testing.T) {
 var resizeCases = []struct {
 	name     string
 	from, to corev1.ResourceRequirements
-	with     func(t *v1alpha1.MemberTemplate)
+	with     func(t *stewardv1.MemberTemplate)
 	want     Change
 }{
 	{"cpu request up", res("100m", "", "", ""), res("250m", "", "", ""), nil, ChangeResize},
@@ -113,9 +113,9 @@ var resizeCases = []struct {
 	{"Guaranteed stays Guaranteed", res("1", "1Gi", "1", "1Gi"), res("2", "1Gi", "2", "1Gi"), nil, ChangeResize},
 	{"Guaranteed to Burstable: QoS is immutable", res("1", "1Gi", "1", "1Gi"), res("500m", "1Gi", "1", "1Gi"), nil, ChangeRoll},
 	{"resources and a version", res("100m", "", "", ""), res("250m", "", "", ""),
-		func(t *v1alpha1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll},
+		func(t *stewardv1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll},
 	{"resources and metadata", res("100m", "", "", ""), res("250m", "", "", ""),
-		func(t *v1alpha1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeResize | ChangeMetadata},
+		func(t *stewardv1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeResize | ChangeMetadata},
 }
 
 func res(cpuReq, memReq, cpuLim, memLim string) corev1.ResourceRequirements {
@@ -143,7 +143,7 @@ func TestCompareResize(t *testing.T) {
 			if c.with != nil {
 				c.with(&to)
 			}
-			for _, medium := range []v1alpha1.StorageMedium{v1alpha1.StorageMediumDefault, memory} {
+			for _, medium := range []stewardv1.StorageMedium{stewardv1.StorageMediumDefault, memory} {
 				if got := Compare(from, to, medium); got != c.want {
 					t.Errorf("%q: Compare = %s, want %s", medium, got, c.want)
 				}
@@ -157,7 +157,7 @@ func TestCompareCoversEveryField(t *testing.T) {
 	for _, c := range fieldCases {
 		covered[c.field] = true
 	}
-	typ := reflect.TypeOf(v1alpha1.MemberTemplate{})
+	typ := reflect.TypeOf(stewardv1.MemberTemplate{})
 	for i := 0; i < typ.NumField(); i++ {
 		if f := typ.Field(i).Name; !covered[f] {
 			t.Errorf("MemberTemplate.%s has no row in the field table: decide whether it rolls", f)
@@ -170,7 +170,7 @@ func TestExpansionNeeded(t *testing.T) {
 	tests := []struct {
 		name   string
 		pvc    PVC
-		medium v1alpha1.StorageMedium
+		medium stewardv1.StorageMedium
 		want   bool
 	}{
 		{name: "smaller", pvc: PVC{Exists: true, Requested: resource.MustParse("2Gi")}, want: true},
@@ -185,7 +185,7 @@ func TestExpansionNeeded(t *testing.T) {
 			t.Errorf("%s: expansionNeeded = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if expansionNeeded(PVC{Exists: true}, v1alpha1.MemberTemplate{}, "") {
+	if expansionNeeded(PVC{Exists: true}, stewardv1.MemberTemplate{}, "") {
 		t.Errorf("no target size means nothing to grow to")
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/health"
 )
@@ -16,7 +16,7 @@ import (
 type view struct {
 	f        *Facts
 	lim      Limits
-	target   v1alpha1.MemberTemplate
+	target   stewardv1.MemberTemplate
 	members  []*memberView // by ordinal
 	orphans  []health.Member
 	leaderID uint64
@@ -64,7 +64,7 @@ func newView(f *Facts) *view {
 }
 
 // setTarget (re)classifies every member against a target template.
-func (v *view) setTarget(t v1alpha1.MemberTemplate) {
+func (v *view) setTarget(t stewardv1.MemberTemplate) {
 	v.target = t
 	for _, m := range v.members {
 		m.change = Compare(m.Template, t, v.f.medium())
@@ -123,7 +123,7 @@ func (v *view) caughtUp(m *memberView) bool {
 // inFlightPhase: a membership step of the operator is under way on this member.
 func (m *memberView) inFlightPhase() bool {
 	switch m.Phase {
-	case v1alpha1.MemberJoining, v1alpha1.MemberLearner, v1alpha1.MemberRemoving:
+	case stewardv1.MemberJoining, stewardv1.MemberLearner, stewardv1.MemberRemoving:
 		return true
 	}
 	return false
@@ -247,11 +247,11 @@ func (v *view) disruptionView() disruption.Cluster {
 // while the removal itself waits for that repair.
 func (v *view) inFlight(m *memberView) bool {
 	switch {
-	case m.Phase == v1alpha1.MemberJoining || m.Phase == v1alpha1.MemberLearner:
+	case m.Phase == stewardv1.MemberJoining || m.Phase == stewardv1.MemberLearner:
 		return true
-	case m.inEtcd() && m.Phase == v1alpha1.MemberPending:
+	case m.inEtcd() && m.Phase == stewardv1.MemberPending:
 		return true
-	case (m.Deleting || m.Phase == v1alpha1.MemberRemoving) && !m.voter():
+	case (m.Deleting || m.Phase == stewardv1.MemberRemoving) && !m.voter():
 		return true
 	case m.Defrag != nil && m.Defrag.StartedAt != nil && defragEnded(m) == "":
 		// Defragmenting: it serves nothing until done (defragInterrupted closes the record). A
@@ -265,7 +265,7 @@ func (v *view) inFlight(m *memberView) bool {
 // again yet; the cluster is a voter short. Phase Removing without the record counts too, for
 // members an older Steward started replacing.
 func (v *view) replacing(m *memberView) bool {
-	return !m.Deleting && !m.voter() && (m.Replacing || m.Phase == v1alpha1.MemberRemoving)
+	return !m.Deleting && !m.voter() && (m.Replacing || m.Phase == stewardv1.MemberRemoving)
 }
 
 // check runs disruption.Check for a request on this view.
@@ -296,7 +296,7 @@ func (v *view) gate(skip ...string) health.Result {
 func (v *view) gateRunning() health.Result {
 	var voters []health.Voter
 	for _, m := range v.members {
-		if m.Phase == v1alpha1.MemberRunning {
+		if m.Phase == stewardv1.MemberRunning {
 			voters = append(voters, health.Voter{Name: m.Name, PeerURL: m.PeerURL})
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	v1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/internal/testenv"
 )
@@ -22,23 +22,23 @@ import (
 // a joining member, every typed option set. A flag only one of them emits is still a flag
 // extraArgs must not override.
 func configurations() []resources.Member {
-	sources := []*v1.TLSSpec{
+	sources := []*stewardv1.TLSSpec{
 		{Enabled: ptr.To(false)},
 		nil, // the default: on, Operator CA
-		{Peer: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "p"}, Client: v1.TLSPlane{Source: v1.TLSSourceSecret, SecretName: "c"}},
-		{Peer: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: &v1.IssuerRef{Name: "i"}},
-			Client: v1.TLSPlane{Source: v1.TLSSourceCertManager, IssuerRef: &v1.IssuerRef{Name: "i"}}},
+		{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "p"}, Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "c"}},
+		{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: &stewardv1.IssuerRef{Name: "i"}},
+			Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: &stewardv1.IssuerRef{Name: "i"}}},
 	}
 	var out []resources.Member
 	for _, version := range []string{"3.5.35", "3.6.16", "3.7.3"} {
 		for _, tls := range sources {
-			for _, medium := range []v1.StorageMedium{"", v1.StorageMediumMemory} {
+			for _, medium := range []stewardv1.StorageMedium{"", stewardv1.StorageMediumMemory} {
 				for _, state := range []resources.ClusterState{resources.StateNew, resources.StateExisting} {
-					ec := &v1.EtcdCluster{
+					ec := &stewardv1.EtcdCluster{
 						ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "u"},
-						Spec: v1.EtcdClusterSpec{TLS: tls, MemberTemplate: v1.MemberTemplate{
-							Version: version, Storage: v1.StorageSpec{Medium: medium},
-							Options: v1.EtcdOptions{
+						Spec: stewardv1.EtcdClusterSpec{TLS: tls, MemberTemplate: stewardv1.MemberTemplate{
+							Version: version, Storage: stewardv1.StorageSpec{Medium: medium},
+							Options: stewardv1.EtcdOptions{
 								QuotaBackendBytes: ptr.To(resource.MustParse("1Gi")), AutoCompactionMode: "periodic",
 								AutoCompactionRetention: "1h", SnapshotCount: ptr.To[int64](1),
 								HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
@@ -84,7 +84,7 @@ func TestExtraArgsRefuseEveryEmittedFlag(t *testing.T) {
 	// feature-gates is merged with the user's value, not owned (TestFeatureGatesMerged).
 	flags := slices.DeleteFunc(emittedFlags(t), func(f string) bool { return f == "feature-gates" })
 	for _, f := range flags {
-		if !slices.Contains(v1.OwnedFlags, f) && !slices.Contains(v1.TypedFlags, f) {
+		if !slices.Contains(stewardv1.OwnedFlags, f) && !slices.Contains(stewardv1.TypedFlags, f) {
 			t.Errorf("Args emits --%s, which neither OwnedFlags nor TypedFlags lists", f)
 		}
 	}
@@ -96,10 +96,10 @@ func TestExtraArgsRefuseEveryEmittedFlag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for i, f := range flags {
-		ec := &v1.EtcdCluster{
+		ec := &stewardv1.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("x%d", i), Namespace: "default"},
-			Spec: v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{
-				Version: "3.6.16", Options: v1.EtcdOptions{ExtraArgs: map[string]string{f: "x"}},
+			Spec: stewardv1.EtcdClusterSpec{MemberTemplate: stewardv1.MemberTemplate{
+				Version: "3.6.16", Options: stewardv1.EtcdOptions{ExtraArgs: map[string]string{f: "x"}},
 			}},
 		}
 		err := env.Client.Create(ctx, ec)
@@ -122,7 +122,7 @@ func TestFeatureGatesMerged(t *testing.T) {
 		{"3.6.16", "", "--feature-gates=InitialCorruptCheck=true"},
 		{"3.7.3", "StopGRPCServiceOnDefrag=true", "--feature-gates=StopGRPCServiceOnDefrag=true,InitialCorruptCheck=true"},
 	} {
-		ec := &v1.EtcdCluster{Spec: v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{Version: tc.version}}}
+		ec := &stewardv1.EtcdCluster{Spec: stewardv1.EtcdClusterSpec{MemberTemplate: stewardv1.MemberTemplate{Version: tc.version}}}
 		if tc.user != "" {
 			ec.Spec.Options.ExtraArgs = map[string]string{"feature-gates": tc.user}
 		}
@@ -140,8 +140,8 @@ func TestFeatureGatesMerged(t *testing.T) {
 			t.Errorf("%s: no periodic corruption check in %v", tc.version, args)
 		}
 	}
-	ec := &v1.EtcdCluster{Spec: v1.EtcdClusterSpec{MemberTemplate: v1.MemberTemplate{Version: "3.5.35",
-		Options: v1.EtcdOptions{ExtraArgs: map[string]string{"feature-gates": "X=true"}}}}}
+	ec := &stewardv1.EtcdCluster{Spec: stewardv1.EtcdClusterSpec{MemberTemplate: stewardv1.MemberTemplate{Version: "3.5.35",
+		Options: stewardv1.EtcdOptions{ExtraArgs: map[string]string{"feature-gates": "X=true"}}}}}
 	args := resources.Args(resources.Member{Cluster: ec, Name: "m-0", Template: &ec.Spec.MemberTemplate})
 	if !slices.Contains(args, "--experimental-initial-corrupt-check=true") || !slices.Contains(args, "--feature-gates=X=true") {
 		t.Errorf("3.5: %v", args)

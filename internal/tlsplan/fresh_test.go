@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	v1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/pki"
 )
 
@@ -210,8 +210,8 @@ func TestFormatParseTrust(t *testing.T) {
 	if FormatTrust(nil) != "" || ParseTrust("") != nil {
 		t.Errorf("empty trust: FormatTrust=%q ParseTrust=%v", FormatTrust(nil), ParseTrust(""))
 	}
-	if !strings.Contains(v1alpha1.AnnotationTrust, "etcd.steward.dev/") {
-		t.Errorf("AnnotationTrust %q is not in Steward's domain", v1alpha1.AnnotationTrust)
+	if !strings.Contains(stewardv1.AnnotationTrust, "etcd.steward.dev/") {
+		t.Errorf("AnnotationTrust %q is not in Steward's domain", stewardv1.AnnotationTrust)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	stewardv1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // Config is what hack/e2e.sh tells the tests about the environment (STEWARD_E2E_*).
@@ -104,7 +104,7 @@ func New(cfg Config) (*Framework, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	if err := stewardv1alpha1.AddToScheme(scheme); err != nil {
+	if err := stewardv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	c, err := client.New(rc, client.Options{Scheme: scheme})

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	stewardv1alpha1 "github.com/etcd-steward/steward/api/v1alpha1"
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // PodTimes watches a cluster's member Pods and timestamps, at the test's clock with millisecond
@@ -88,7 +88,7 @@ func (pt *PodTimes) observe(t watch.EventType, p *corev1.Pod, voterLabel string,
 	defer pt.mu.Unlock()
 	tr := pt.pods[string(p.UID)]
 	if tr == nil {
-		tr = &podTrack{member: p.Labels[stewardv1alpha1.LabelMember]}
+		tr = &podTrack{member: p.Labels[stewardv1.LabelMember]}
 		if tr.member == "" {
 			tr.member = p.Name // a StatefulSet's Pods keep their names
 		}
