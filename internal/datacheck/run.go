@@ -90,6 +90,18 @@ func decideVersion(o RunOptions) error {
 	if r.Verdict != OK {
 		return verdict(r)
 	}
+	if m, ok := minorOf(v); ok && m[0] == 3 && m[1] >= 7 {
+		i, err := V2EntryAfterSnapshot(o.DataDir)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			return verdict(Result{Verdict: VersionRefused, Message: fmt.Sprintf("etcd %s cannot replay this member's WAL: "+
+				"entry %d, after its latest snapshot, is a v2 request etcd 3.5 wrote (etcd 3.7 applies only v3 requests "+
+				"and would exit 1 on every start). The data is intact: etcd 3.6 runs on it, and clears such entries "+
+				"with its next snapshot (after spec.options.snapshotCount entries)", v, i)})
+		}
+	}
 	if _, ok := minorOf(v); !ok {
 		o.warnf("%s%s", MessagePrefix, r.Message)
 	}

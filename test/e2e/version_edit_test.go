@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/datacheck"
@@ -27,7 +28,14 @@ func TestVersionEditedAtEachTurn(t *testing.T) {
 	for turn := 1; turn <= 3; turn++ {
 		t.Run(fmt.Sprintf("turn-%d", turn), func(t *testing.T) {
 			t.Parallel()
-			ns := settledCluster(t, "web", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = from })
+			// etcd 3.7 cannot replay the v2 entries etcd 3.5 wrote into the WAL until a snapshot taken
+			// on 3.6 covers them (the data check refuses it until then; issue filed for Steward to
+			// take that snapshot itself). A snapshot every 100 entries makes one follow the roll to
+			// 3.6 within seconds of the test's traffic, as 10,000 writes would with the default.
+			ns := settledCluster(t, "web", 3, "", func(ec *stewardv1.EtcdCluster) {
+				ec.Spec.Version = from
+				ec.Spec.Options.SnapshotCount = ptr.To[int64](100)
+			})
 			data := putData(t, clientFor(t, ns, "web"), "/edit/", 30)
 			w := watchRoll(t, ns, "web", 3)
 			bad := watchTerminations(t, ns, "web")
