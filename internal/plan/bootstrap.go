@@ -25,51 +25,45 @@ func (v *view) formed() bool {
 }
 
 // bootstrap starts one seed while the cluster has never formed; growth then is a normal scale-up.
-func (v *view) bootstrap() (Action, bool) {
+func (v *view) bootstrap(notes) outcome {
 	if v.formed() {
-		return Action{}, false
+		return pass()
 	}
 	if v.f.replicas() == 0 {
-		return act(Nothing, "", ReasonDormant, "spec.replicas is 0 and the cluster never formed"), true
+		return decided(act(Nothing, "", ReasonDormant, "spec.replicas is 0 and the cluster never formed"))
 	}
 	if v.f.RestoreHold != "" {
-		return wait(ReasonRestoreRefused, "%s", v.f.RestoreHold), true
+		return decided(wait(ReasonRestoreRefused, "%s", v.f.RestoreHold))
 	}
 	active := v.active()
 	if len(active) == 0 {
-		if a, ok := v.adoptBeforeCreate(); ok {
-			return a, true
-		}
 		// The lowest free ordinal: 0, unless a quorum recovery kept a PVC under that name.
 		o := v.lowestFreeOrdinal()
 		a := act(CreateMember, memberName(v.f, o), ReasonBootstrapping, "creating the seed member")
 		a.Ordinal = o
-		return a, true
+		return built(a)
 	}
 	seed := active[0]
 	switch {
 	case seed.PVC.Foreign:
-		return foreignPVC(seed), true
+		return decided(foreignPVC(seed))
 	case !seed.Pod.Exists:
-		if a, ok := v.adoptBeforeCreate(); ok {
-			return a, true
-		}
-		return act(BootstrapSeed, seed.Name, ReasonBootstrapping,
-			"starting seed %s with --initial-cluster-state=new", seed.Name), true
+		return built(act(BootstrapSeed, seed.Name, ReasonBootstrapping,
+			"starting seed %s with --initial-cluster-state=new", seed.Name))
 	case seed.Pod.Failed && !seed.Pod.Deleting:
 		// Evicted or rejected before the cluster formed: nothing is lost by rebuilding it.
 		a, _ := v.disrupt(act(DeletePod, seed.Name, ReasonMemberPodFailed, "deleting seed %s's Failed Pod to start it again", seed.Name),
 			disruption.Restart)
-		return a, true
+		return decided(a)
 	case seed.Pod.Unschedulable || seed.Pod.Phase == corev1.PodPending:
 		if a, ok := v.rebuildUnstartedSeed(seed); ok {
-			return a, true
+			return decided(a)
 		}
 		if seed.Pod.Unschedulable {
-			return wait(ReasonMemberUnschedulable, "seed %s cannot be scheduled", seed.Name), true
+			return decided(wait(ReasonMemberUnschedulable, "seed %s cannot be scheduled", seed.Name))
 		}
 	}
-	return wait(ReasonBootstrapping, "waiting for seed %s to form the cluster", seed.Name), true
+	return decided(wait(ReasonBootstrapping, "waiting for seed %s to form the cluster", seed.Name))
 }
 
 // rebuildUnstartedSeed lets a spec edit reach a seed whose etcd never ran (unschedulable, or its
@@ -132,23 +126,20 @@ func (v *view) dormant() (Action, bool) {
 
 // quorumLost: without quorum no membership change is possible or safe. The only thing to do is give
 // back PVC members their Pods (data intact), which may restore quorum; memory members' data is gone.
-func (v *view) quorumLost() (Action, bool) {
+func (v *view) quorumLost(notes) outcome {
 	healthy, voters, ok := v.quorum()
 	if ok {
-		return Action{}, false
+		return pass()
 	}
 	for _, m := range v.active() {
 		if m.Phase != stewardv1.MemberRunning || m.Pod.Exists || v.f.memory() {
 			continue
 		}
 		if m.PVC.Foreign {
-			return foreignPVC(m), true
+			return decided(foreignPVC(m))
 		}
 		if m.PVC.Exists && !m.PVC.Deleting {
-			if a, ok := v.adoptBeforeCreate(); ok {
-				return a, true
-			}
-			return act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name), true
+			return built(act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name))
 		}
 	}
 	q := v.quorumEvidence()
@@ -163,7 +154,7 @@ func (v *view) quorumLost() (Action, bool) {
 	if v.f.memory() {
 		msg += "; memory members that lost their Pod lost their data: restore from a backup if they do not return"
 	}
-	return wait(reason, "%s; no membership change until the operator sees a quorum", msg), true
+	return decided(wait(reason, "%s; no membership change until the operator sees a quorum", msg))
 }
 
 // quorum counts healthy voters against the live voter set.

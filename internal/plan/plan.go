@@ -116,12 +116,6 @@ func (v *view) adoptionRefusal() string {
 	return v.versionRefusal()
 }
 
-// adoptBeforeCreate adopts the spec before anything is built from the target, so nothing is created
-// already outdated.
-func (v *view) adoptBeforeCreate() (Action, bool) {
-	return v.adopt()
-}
-
 // disrupt turns a disruption into an action, or into the reason it cannot happen now. A permanent
 // refusal is returned as blocked=true so the caller can let a later step (a scale-out) proceed.
 func (v *view) disrupt(a Action, kind disruption.Kind) (res Action, blocked bool) {

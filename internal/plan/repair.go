@@ -10,9 +10,9 @@ import (
 // node reboot), whose containers never run again, is deleted so the next reconcile recreates it.
 // It runs before any half-done membership change, so a removal that waits for a healthy cluster can
 // never keep the repair that would make it healthy from running.
-func (v *view) recreatePods() (Action, bool) {
+func (v *view) recreatePods(notes) outcome {
 	if v.f.memory() {
-		return Action{}, false
+		return pass()
 	}
 	for _, m := range v.active() {
 		if m.Phase != stewardv1.MemberRunning || !m.voter() || !m.PVC.Exists || m.PVC.Deleting {
@@ -20,22 +20,20 @@ func (v *view) recreatePods() (Action, bool) {
 		}
 		switch {
 		case m.PVC.Foreign && (!m.Pod.Exists || m.Pod.Failed):
-			return foreignPVC(m), true
+			return decided(foreignPVC(m))
 		case !m.Pod.Exists:
-			if a, ok := v.adoptBeforeCreate(); ok {
-				return a, true
-			}
+			// Judged on the target the Pod would be built from: adoption of a pending edit comes first.
 			if why := v.dataRefusal(m); why != "" {
-				return wait(ReasonVersionStepRefused, "not recreating %s's Pod: %s", m.Name, why), true
+				return built(wait(ReasonVersionStepRefused, "not recreating %s's Pod: %s", m.Name, why))
 			}
-			return act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name), true
+			return built(act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod; its PVC keeps the member's data", m.Name))
 		case m.Pod.Failed && !m.Pod.Deleting:
 			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonMemberPodFailed,
 				"deleting %s's Failed Pod so it is recreated on its PVC", m.Name), disruption.Restart)
-			return a, true
+			return decided(a)
 		}
 	}
-	return Action{}, false
+	return pass()
 }
 
 // repair fixes one failed voter (issue 4) whose data cannot be kept: a member whose data is gone

@@ -12,6 +12,9 @@ type outcome struct {
 	action  Action
 	decided bool
 	notes   notes
+	// fromTarget: the action builds from the target (a member, its Pod) or is judged against it.
+	// decide adopts a pending spec edit first, so nothing is created already outdated.
+	fromTarget bool
 }
 
 // notes are findings of steps that passed. They do not stop the plan; status reports them, and the
@@ -43,6 +46,9 @@ func decided(a Action) outcome { return outcome{action: a, decided: true} }
 
 func pass() outcome { return outcome{} }
 
+// built decides an action that builds from the target (see outcome.fromTarget).
+func built(a Action) outcome { return outcome{action: a, decided: true, fromTarget: true} }
+
 // decidedIf adapts a step written as (action, ok).
 func decidedIf(a Action, ok bool) outcome {
 	if !ok {
@@ -69,19 +75,20 @@ func plain(f func() (Action, bool)) func(notes) outcome {
 // repair starts, because the repair would be a second disruption while the first is in flight.
 // Adoption of a spec edit comes before repair, because a repair builds from the target: a member
 // broken by a bad spec must be rebuilt from the corrected one (the etcd-io workflow's misconfigured
-// member), and nothing is ever created already outdated — which is also why the steps before
-// adoption that create something (bootstrap, quorumLost, recreatePods) adopt first when they can.
+// member), and nothing is ever created already outdated — which is also why decide adopts a pending
+// edit first when a step before adoption builds from the target (outcome.fromTarget: bootstrap,
+// quorumLost, recreatePods).
 func (v *view) steps() []step {
 	return []step{
 		{"clusterDeleting", "a cluster being deleted: nothing but teardown", plain(v.clusterDeleting)},
 		{"initialTarget", "record the first target template (status.observed)", plain(v.initialTarget)},
 		{"identity", "a cluster or member identity mismatch holds everything (ClusterIdentityMismatch)", plain(v.identity)},
-		{"bootstrap", "bootstrap a cluster that never formed: one seed with --initial-cluster-state=new", plain(v.bootstrap)},
+		{"bootstrap", "bootstrap a cluster that never formed: one seed with --initial-cluster-state=new", v.bootstrap},
 		{"dormant", "spec.replicas 0: stop members one at a time, keeping their PVCs; wake them again", plain(v.dormant)},
 		{"quorumRecovery", "a quorum recovery in progress goes on stage by stage, each re-checked live first", plain(v.quorumRecovery)},
-		{"quorumLost", "quorum lost: no membership change; recreate PVC members' Pods; recovery only on etcd's evidence", plain(v.quorumLost)},
+		{"quorumLost", "quorum lost: no membership change; recreate PVC members' Pods; recovery only on etcd's evidence", v.quorumLost},
 		{"defragInterrupted", "close a defragmentation record whose etcd stopped (Interrupted)", plain(v.defragInterrupted)},
-		{"recreatePods", "give a PVC voter back its Pod where that disrupts nobody (missing: recreate; Failed: delete)", plain(v.recreatePods)},
+		{"recreatePods", "give a PVC voter back its Pod where that disrupts nobody (missing: recreate; Failed: delete)", v.recreatePods},
 		{"halfDone", "finish a half-done membership change (learners first: never two); a removal refused for now waits", v.halfDoneStep},
 		{"corruption", "CORRUPT: replace the member the voters' hashes outvote", plain(v.corruption)},
 		{"adopt", "adopt a spec change into status.observed, only at a safe point", plain(v.adopt)},
@@ -104,9 +111,16 @@ func (v *view) decide() (Action, notes) {
 	for _, s := range v.steps() {
 		o := s.run(n)
 		n.merge(o.notes)
-		if o.decided {
-			return o.action, n
+		if !o.decided {
+			continue
 		}
+		if o.fromTarget {
+			// The guard "adopt before building", in one place for every step that builds.
+			if a, ok := v.adopt(); ok {
+				return a, n
+			}
+		}
+		return o.action, n
 	}
 	return act(Nothing, "", ReasonReconciled, "every member runs the observed template and is healthy"), n
 }
