@@ -80,38 +80,67 @@ const (
 	maxRecordBytes = 10 << 20
 )
 
-// walNodeID finds the metadata record among a WAL file's first records: each is an 8-byte
-// little-endian length (low 56 bits; the top byte flags padding) and a walpb.Record padded to 8.
+// walNodeID finds the metadata record among a WAL file's first records.
 func walNodeID(path string) (uint64, error) {
-	f, err := os.Open(path)
+	var id uint64
+	found, seen := false, 0
+	err := walRecords(path, func(typ int64, data []byte) (bool, error) {
+		seen++
+		if typ == metadataType {
+			var err error
+			id, err = nodeID(data)
+			found = true
+			return true, err
+		}
+		return seen == 8, nil
+	})
 	if err != nil {
 		return 0, err
 	}
+	if !found {
+		return 0, errors.New("no metadata record among the first WAL records")
+	}
+	return id, nil
+}
+
+// walRecords calls fn with each record of a WAL file, in order, until fn says stop or the records
+// end: each is an 8-byte little-endian length (low 56 bits; the top byte flags padding) and a
+// walpb.Record padded to 8. A zero length is the preallocated rest of the file; a torn last
+// record (etcd repairs it on start, replaying nothing of it) ends the records too.
+func walRecords(path string, fn func(typ int64, data []byte) (stop bool, err error)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
 	defer func() { _ = f.Close() }()
 	br := bufio.NewReader(f)
-	for range 8 {
+	for {
 		var lenField uint64
-		if err := binary.Read(br, binary.LittleEndian, &lenField); err != nil {
-			return 0, err
+		if err := binary.Read(br, binary.LittleEndian, &lenField); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		} else if err != nil {
+			return err
 		}
 		n := int64(lenField & ^(uint64(0xff) << 56))
+		if n == 0 {
+			return nil
+		}
 		pad := int64(0)
 		if lenField&(uint64(0x80)<<56) != 0 {
 			pad = int64((lenField >> 56) & 0x7)
 		}
-		if n <= 0 || n > maxRecordBytes {
-			return 0, fmt.Errorf("implausible WAL record length %d", n)
+		if n < 0 || n > maxRecordBytes {
+			return fmt.Errorf("implausible WAL record length %d", n)
 		}
 		buf := make([]byte, n+pad)
 		if _, err := io.ReadFull(br, buf); err != nil {
-			return 0, err
+			return nil
 		}
 		typ, data := record(buf[:n])
-		if typ == metadataType {
-			return nodeID(data)
+		if stop, err := fn(typ, data); stop || err != nil {
+			return err
 		}
 	}
-	return 0, errors.New("no metadata record among the first WAL records")
 }
 
 // record decodes walpb.Record's type and data.

@@ -12,11 +12,8 @@ package datacheck
 // framing, walpb.Record, walpb.Snapshot and raftpb.Entry fields are needed.
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,35 +75,8 @@ type walEntry struct {
 }
 
 func (r *replay) readFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	br := bufio.NewReader(f)
-	for {
-		var lenField uint64
-		if err := binary.Read(br, binary.LittleEndian, &lenField); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		n := int64(lenField & ^(uint64(0xff) << 56))
-		if n == 0 {
-			return nil // the preallocated rest of the file: no more records
-		}
-		pad := int64(0)
-		if lenField&(uint64(0x80)<<56) != 0 {
-			pad = int64((lenField >> 56) & 0x7)
-		}
-		if n < 0 || n > maxRecordBytes {
-			return fmt.Errorf("implausible WAL record length %d", n)
-		}
-		buf := make([]byte, n+pad)
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return nil // a torn last record: etcd repairs it and so replays nothing of it
-		}
-		switch typ, data := record(buf[:n]); typ {
+	return walRecords(path, func(typ int64, data []byte) (bool, error) {
+		switch typ {
 		case entryType:
 			r.entry(data)
 		case snapshotType:
@@ -114,7 +84,8 @@ func (r *replay) readFile(path string) error {
 				r.snapshot = i
 			}
 		}
-	}
+		return false, nil
+	})
 }
 
 func (r *replay) entry(b []byte) {
