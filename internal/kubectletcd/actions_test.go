@@ -309,3 +309,22 @@ func TestEtcdctlPassesFlagsAndExitCode(t *testing.T) {
 		t.Errorf("--member demo-9: %v", err)
 	}
 }
+
+// TestRequestTimeAfterTheLastDefragmentation: a second request made in the second the last
+// defragmentation was recorded is stamped with the next second, so neither the operator nor the
+// wait reads the old record as its answer (e2e TestPlugin: `defrag plug plug-1` returned at once,
+// plug-1 not defragmented again, when it ran in the second the first round's plug-1 finished).
+func TestRequestTimeAfterTheLastDefragmentation(t *testing.T) {
+	base := time.Date(2026, 12, 3, 14, 11, 54, 0, time.UTC)
+	clock := base.Add(300 * time.Millisecond)
+	now := func() time.Time { return clock }
+	var slept time.Duration
+	sleep := func(d time.Duration) { slept += d; clock = clock.Add(d) }
+	if got := requestTime(now, sleep, base); !got.Equal(base.Add(time.Second)) || slept != 700*time.Millisecond {
+		t.Errorf("same second as the last record: asked %s after sleeping %s, want %s after 700ms", got, slept, base.Add(time.Second))
+	}
+	slept = 0
+	if got := requestTime(now, sleep, base.Add(-time.Hour)); !got.Equal(base.Add(time.Second)) || slept != 0 {
+		t.Errorf("an older record: asked %s after sleeping %s, want now's second at once", got, slept)
+	}
+}

@@ -56,7 +56,7 @@ func defrag(ctx context.Context, env *Env, name, member string, timeout time.Dur
 		return fmt.Errorf("etcdcluster %q has one member: Steward defragments it only with spec.updateStrategy.allowDowntime (it serves nothing meanwhile)", name)
 	}
 	// Whole seconds: the operator compares the request with times it recorded, to the second.
-	asked := env.Now().UTC().Truncate(time.Second)
+	asked := requestTime(env.Now, time.Sleep, lastDefragmented(ec, member))
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		stewardv1.AnnotationDefragmentRequested: asked.Format(time.RFC3339)}}})
 	var target client.Object = ec
@@ -96,6 +96,33 @@ func getMember(ctx context.Context, env *Env, cluster, member string) (*stewardv
 // defragmentation ended after the request (a failed one counts as an answer: it is printed, and
 // the command fails). The cluster's status, not the EtcdMembers': it is what `kubectl get` and
 // `kubectl etcd status` show next, and the command must not return before they say it.
+// requestTime is the whole second a request is stamped with: after the last defragmentation the
+// members recorded (latest), or a member that finished in this very second would read as already
+// done (status times have whole seconds). That waits at most a second.
+func requestTime(now func() time.Time, sleep func(time.Duration), latest time.Time) time.Time {
+	asked := now().UTC().Truncate(time.Second)
+	if asked.After(latest) {
+		return asked
+	}
+	if d := latest.Add(time.Second).Sub(now()); d > 0 && d <= 2*time.Second {
+		sleep(d)
+	}
+	return now().UTC().Truncate(time.Second)
+}
+
+// lastDefragmented is the latest defragmentation recorded on the members asked for (member, or
+// all when it is "").
+func lastDefragmented(ec *stewardv1.EtcdCluster, member string) time.Time {
+	var latest time.Time
+	for _, m := range ec.Status.Members {
+		if (member == "" || m.Name == member) && m.Defragmentation != nil && m.Defragmentation.Last != nil &&
+			m.Defragmentation.Last.Time.After(latest) {
+			latest = m.Defragmentation.Last.Time.Time
+		}
+	}
+	return latest
+}
+
 func waitDefragmented(ctx context.Context, env *Env, name, member string, asked time.Time, timeout time.Duration) error {
 	reported := map[string]bool{}
 	failed := 0
