@@ -31,6 +31,7 @@ NODE_PREFIX=node-                       # node names: node-1, node-2, ...; never
 ZONES=(zone-a zone-b zone-c)            # node K is in ZONES[(K-1) % 3] unless told otherwise
 NODES_DIR=$LK/nodes                     # one directory per node: its whole state
 CGROUP_PARENT=localkube                 # each node's processes: /localkube/<node> in every hierarchy
+POOL_KEY=localkube.steward.dev/pool     # label and NoSchedule taint of a node added to a pool
 CLUSTER_DOMAIN=cluster.local
 APISERVER_PORT=6443
 ETCD_CLIENT_PORT=12379                  # control-plane etcd, loopback only; off the usual

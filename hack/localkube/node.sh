@@ -2,7 +2,9 @@
 # Acts on the local cluster's nodes like a cloud provider and its failures would.
 #
 #   node.sh list                 nodes: name, index, zone, address, state
-#   node.sh add [ZONE]           a new node (next unused name), Ready; prints its name
+#   node.sh add [ZONE [POOL]]    a new node (next unused name), Ready; prints its name. A
+#                                POOL node is labelled and tainted (NoSchedule)
+#                                localkube.steward.dev/pool=POOL: only Pods tolerating it go there
 #   node.sh stop NODE            power off: all its processes killed, its network down
 #   node.sh start NODE           power on again (state kept, containers restart)
 #   node.sh freeze|thaw NODE     every process of the node stopped (SIGSTOP-like) or resumed
@@ -34,13 +36,14 @@ state() {
 
 case $cmd in
   list)
-    printf '%-10s %-6s %-8s %-14s %s\n' NODE INDEX ZONE ADDRESS STATE
+    printf '%-10s %-6s %-8s %-14s %-8s %s\n' NODE INDEX ZONE ADDRESS STATE POOL
     for n in $(node_names); do
-      printf '%-10s %-6s %-8s %-14s %s\n' "$n" "$(node_index "$n")" "$(cat "$NODES_DIR/$n/zone")" "$(node_ip "$n")" "$(state "$n")"
+      printf '%-10s %-6s %-8s %-14s %-8s %s\n' "$n" "$(node_index "$n")" "$(cat "$NODES_DIR/$n/zone")" "$(node_ip "$n")" \
+        "$(state "$n")" "$(cat "$NODES_DIR/$n/pool" 2>/dev/null || echo -)"
     done
     ;;
   add)
-    n=$(node_add "$node")
+    n=$(node_add "$node" "${3:-}")
     wait_for "node $n Ready" 120 node_ready "$n"
     echo "$n"
     ;;

@@ -82,10 +82,17 @@ node_processes_start() {
   node_start_proc "$node" containerd containerd --config "$d/containerd/config.toml" --log-level warn
   wait_for "$node's containerd" 30 ctr --address "$(node_sock "$node")" version
   node_load_images "$node"
+  local labels taints=() pool
+  labels="topology.kubernetes.io/zone=$(cat "$d/zone")"
+  pool=$(cat "$d/pool" 2>/dev/null || true)
+  if [[ -n $pool ]]; then
+    labels+=",$POOL_KEY=$pool"
+    taints=(--register-with-taints "$POOL_KEY=$pool:NoSchedule")
+  fi
   node_start_proc "$node" kubelet "$(kube_bin kubelet)" --config "$d/kubelet/config.yaml" \
     --kubeconfig "$d/kubelet.kubeconfig" --root-dir "$d/kubelet/root" \
     --hostname-override "$node" --node-ip "$(node_ip "$node")" \
-    --node-labels "topology.kubernetes.io/zone=$(cat "$d/zone")" --v=1
+    --node-labels "$labels" "${taints[@]}" --v=1
   node_start_proc "$node" kube-proxy "$(kube_bin kube-proxy)" --config "$d/kube-proxy.yaml" --v=1
 }
 
@@ -102,19 +109,28 @@ node_ready() {
   [[ $(kctl get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }
 
-# node_add [ZONE]: a new node, named after the next index (names are never reused), started
-# and Ready. Prints its name.
+# node_add [ZONE [POOL]]: a new node, named after the next index (names are never reused),
+# started. Prints its name. A POOL node is labelled and tainted $POOL_KEY=POOL (NoSchedule):
+# only Pods that tolerate it run there, so a test can stop, cut or delete its own nodes
+# without touching the Pods of tests running beside it.
 node_add() {
   local k node zone
   mkdir -p "$NODES_DIR"
-  k=$(($(cat "$NODES_DIR/.last" 2>/dev/null || echo 0) + 1))
+  # Tests add nodes concurrently: the index is taken under a lock.
+  k=$(
+    exec 9>"$NODES_DIR/.lock"
+    flock 9
+    k=$(($(cat "$NODES_DIR/.last" 2>/dev/null || echo 0) + 1))
+    echo "$k" >"$NODES_DIR/.last"
+    echo "$k"
+  )
   ((k <= 254)) || die "no node index left"
-  echo "$k" >"$NODES_DIR/.last"
   node=$NODE_PREFIX$k
   zone=${1:-${ZONES[$(((k - 1) % ${#ZONES[@]}))]}}
   mkdir -p "$NODES_DIR/$node"
-  echo "$k" >"$NODES_DIR/$node/index"
   echo "$zone" >"$NODES_DIR/$node/zone"
+  [[ -z ${2:-} ]] || echo "$2" >"$NODES_DIR/$node/pool"
+  echo "$k" >"$NODES_DIR/$node/index"
   node_pki "$node"
   write_containerd_config "$node"
   write_kubelet_config "$node"
