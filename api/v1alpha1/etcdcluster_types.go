@@ -179,7 +179,7 @@ type EtcdClusterStatus struct {
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, RollingUpdate, with TLS TLSMaterialValid and
+	// conditions: Available, Progressing, Degraded, RollingUpdate, PlacementAtRisk, with TLS TLSMaterialValid and
 	// CertificatesExpiring, BackupReady when a schedule targets the cluster, and Restored when it
 	// bootstraps from a backup.
 	// +optional
@@ -215,6 +215,12 @@ type MemberStatus struct {
 	// version is the etcd server version the member reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// node the member's Pod is scheduled on, and that node's zone (its topology.kubernetes.io/zone
+	// label; empty when the node has none).
+	// +optional
+	Node string `json:"node,omitempty"`
+	// +optional
+	Zone string `json:"zone,omitempty"`
 	// updated is true when the member runs the observed template.
 	// +optional
 	Updated bool `json:"updated,omitempty"`

@@ -103,6 +103,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })
 	f.Etcd = r.etcdFacts(ctx, ec, o)
 	f.EtcdClusterID = o.clusterID
+	r.nodeZones(ctx, f.Members)
 	if !f.Etcd.MemberListKnown() {
 		// Quorum is in doubt: what the members' nodes say is evidence (internal/evidence).
 		r.nodeFacts(ctx, f.Members, o.pods)
@@ -131,7 +132,8 @@ func podFacts(p *corev1.Pod) plan.Pod {
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
 		ForceNewCluster: p.Annotations[stewardv1.AnnotationForceNewCluster] == "true",
 		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
-		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom]}
+		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom],
+		Node: p.Spec.NodeName}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-steward/steward/internal/plan"
@@ -17,7 +18,7 @@ import (
 // its Pods' volumes may be detached (non-graceful node shutdown).
 const TaintOutOfService = "node.kubernetes.io/out-of-service"
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
 // nodeFacts reads, live, the Node of each member's Pod: whether it is Ready (so its kubelet's
 // report on the etcd container is current), and whether it is gone or out of service. Only a
@@ -47,6 +48,36 @@ func (r *EtcdClusterReconciler) nodeFacts(ctx context.Context, members []plan.Me
 		pod := &members[i].Pod
 		pod.NodeGone = gone[name] || outOfService(nodes[name])
 		pod.NodeReady = nodeReady(nodes[name])
+	}
+}
+
+// zoneReadTimeout bounds the wait for the Node metadata cache: status is worth no stalled reconcile.
+const zoneReadTimeout = 5 * time.Second
+
+// nodeZones fills in each scheduled member's zone, the topology.kubernetes.io/zone label of its
+// Node, for status and PlacementAtRisk. Every reconcile needs it, so it is read from the manager's
+// cache of Node metadata (one watch of labels, no spec or status, started on first use; hence list
+// and watch on nodes) rather than by a GET per member per reconcile. A Node that cannot be read
+// leaves the zone unknown ("").
+func (r *EtcdClusterReconciler) nodeZones(ctx context.Context, members []plan.Member) {
+	ctx, cancel := context.WithTimeout(ctx, zoneReadTimeout)
+	defer cancel()
+	zones := map[string]string{}
+	for i := range members {
+		pod := &members[i].Pod
+		if pod.Node == "" {
+			continue
+		}
+		zone, seen := zones[pod.Node]
+		if !seen && ctx.Err() == nil {
+			n := &metav1.PartialObjectMetadata{}
+			n.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+			if err := r.Client.Get(ctx, types.NamespacedName{Name: pod.Node}, n); err == nil {
+				zone = n.Labels[corev1.LabelTopologyZone]
+			}
+			zones[pod.Node] = zone
+		}
+		pod.Zone = zone
 	}
 }
 

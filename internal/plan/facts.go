@@ -160,6 +160,9 @@ type Pod struct {
 	NodeReady bool
 	// NodeGone: the Pod's Node is deleted or tainted node.kubernetes.io/out-of-service.
 	NodeGone bool
+	// Node is the node the Pod is scheduled on ("" until it is); Zone is that node's
+	// topology.kubernetes.io/zone label ("" when it has none or was not read).
+	Node, Zone string
 	// Generation is the Pod's metadata.generation; ReadyObservedGeneration is the generation its
 	// Ready condition was computed for (0 when the kubelet does not say).
 	Generation, ReadyObservedGeneration int64

@@ -51,7 +51,7 @@ func (v *view) fillStatus(d *Decision, found notes) {
 	d.LostSince, d.LostObserver, d.RecoveryPlan = v.recoveryStatus(q)
 	d.DropRecoverAnnotation = v.dropRecoverAnnotation(q)
 	d.Conditions = []metav1.Condition{v.availableCondition(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d, found),
-		v.recoveryCondition(d.RecoveryPlan, q)}
+		v.recoveryCondition(d.RecoveryPlan, q), v.placementCondition()}
 }
 
 func (v *view) memberStatus(m *memberView) stewardv1.MemberStatus {
@@ -68,6 +68,9 @@ func (v *view) memberStatus(m *memberView) stewardv1.MemberStatus {
 		s.Role = stewardv1.RoleFollower
 	}
 	s.Ready = m.readyVoter()
+	if m.Pod.Exists {
+		s.Node, s.Zone = m.Pod.Node, m.Pod.Zone
+	}
 	if m.ep != nil {
 		s.Version = m.ep.Version
 	}
