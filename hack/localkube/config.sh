@@ -162,7 +162,8 @@ EOF
 # an operator that waits for a PVC to bind before creating the Pod would deadlock on real
 # clusters, and we want to see that here. `standard` (default) is node-local, like a local
 # SSD: the volume is pinned to the node it was made on and dies with it. `network` follows
-# the Pod to any node, like a network-attached disk.
+# the Pod to any node, like a network-attached disk. `expandable` is node-local on a filesystem
+# that grows (XFS on a loop device: provisioner/xfs.go) and allows volume expansion.
 storageclass_manifest() {
   cat <<EOF
 apiVersion: storage.k8s.io/v1
@@ -183,5 +184,15 @@ provisioner: localkube.steward.dev/hostpath
 parameters: {type: network}
 reclaimPolicy: Delete
 volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: expandable
+provisioner: localkube.steward.dev/hostpath
+parameters: {type: node-local, fs: xfs}
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
 EOF
 }

@@ -53,17 +53,8 @@ stop_leftovers() {
 }
 
 unmount_all() {
-  local m i
   [[ -d $LK ]] || return 0
-  # Deepest first; retry lazily for busy mounts (a dying process may still hold one).
-  for i in 1 2 3; do
-    mapfile -t mounts < <(awk -v p="$LK/" 'index($5, p) == 1 {print $5}' /proc/self/mountinfo | sort -r)
-    ((${#mounts[@]})) || return 0
-    for m in "${mounts[@]}"; do
-      umount "$m" 2>/dev/null || { ((i < 3)) || umount -l "$m" 2>/dev/null || true; }
-    done
-  done
-  return 0
+  unmount_under "$LK"
 }
 
 # Chains of kube-proxy and kubelet (KUBE-*), of CNI plugins (CNI-*) and of node.sh's

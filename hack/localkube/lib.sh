@@ -125,6 +125,24 @@ stop_proc() {
   rm -f "$PIDS/$name"
 }
 
+# unmount_under DIR: every mount under DIR, deepest first (lazily at the last try: a dying
+# process may still hold one), then the loop devices over image files under DIR (the
+# provisioner's XFS volumes).
+unmount_under() {
+  local m i dev file
+  for i in 1 2 3; do
+    mapfile -t mounts < <(awk -v p="$1/" 'index($5, p) == 1 {print $5}' /proc/self/mountinfo | sort -r)
+    ((${#mounts[@]})) || break
+    for m in "${mounts[@]}"; do
+      umount "$m" 2>/dev/null || { ((i < 3)) || umount -l "$m" 2>/dev/null || true; }
+    done
+  done
+  while read -r dev file; do
+    [[ $file == "$1/"* ]] && losetup --detach "$dev" 2>/dev/null
+  done < <(losetup --noheadings --output NAME,BACK-FILE 2>/dev/null)
+  return 0
+}
+
 # wait_for DESC TIMEOUT_SECONDS CMD...: poll CMD every 0.25 s until it succeeds.
 wait_for() {
   local desc=$1 timeout=$2 deadline; shift 2

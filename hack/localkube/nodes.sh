@@ -207,19 +207,6 @@ node_uncut() {
   done
 }
 
-# node_unmount NODE: every mount under the node's state directory (Pod volumes, overlay root
-# filesystems, Pod network namespaces), deepest first.
-node_unmount() {
-  local m i
-  for i in 1 2 3; do
-    mapfile -t mounts < <(awk -v p="$NODES_DIR/$1/" 'index($5, p) == 1 {print $5}' /proc/self/mountinfo | sort -r)
-    ((${#mounts[@]})) || return 0
-    for m in "${mounts[@]}"; do
-      umount "$m" 2>/dev/null || { ((i < 3)) || umount -l "$m" 2>/dev/null || true; }
-    done
-  done
-}
-
 # node_remove NODE: the node's processes, network, cgroups, mounts and state are gone from the
 # host (the Node object and the node's volumes are node_delete's business).
 node_remove() {
@@ -228,7 +215,8 @@ node_remove() {
   node_uncut "$node"
   ip netns del "$(node_netns "$node")" 2>/dev/null || true
   ip link del "$(node_veth "$node")" 2>/dev/null || true
-  node_unmount "$node"
+  # Pod volumes, overlay root filesystems, Pod network namespaces.
+  unmount_under "$NODES_DIR/$node"
   for h in "${CGROUP_HIERARCHIES[@]}"; do
     [[ -d $(cgroup_dir "$h" "$node") ]] || continue
     find "$(cgroup_dir "$h" "$node")" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -242,6 +230,7 @@ node_remove() {
 node_delete() {
   local node=$1
   node_remove "$node"
+  unmount_under "$LK/pv/$node"
   rm -rf --one-file-system "${LK:?}/pv/$node"
   kctl delete node "$node" --ignore-not-found --wait=false >/dev/null
   log "node $node deleted"

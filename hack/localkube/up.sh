@@ -202,7 +202,7 @@ main() {
 
   wait_for "$NODES node(s) Ready" 120 all_nodes_ready
   wait_for "default ServiceAccount" 60 kctl get serviceaccount default -n default
-  wait_for "StorageClasses" 30 kctl get storageclass standard network
+  wait_for "StorageClasses" 30 kctl get storageclass standard network expandable
   wait_for "cluster DNS" 60 dns_answers
   wait_for "S3 server $S3_ENDPOINT" 30 s3_ready
   s3_create_bucket

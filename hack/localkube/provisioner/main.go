@@ -63,6 +63,13 @@ func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.Provi
 	default:
 		return nil, controller.ProvisioningFinished, fmt.Errorf("unknown volume type %q (node-local or network)", typ)
 	}
+	if fs := opts.StorageClass.Parameters["fs"]; fs == "xfs" {
+		if err := makeXFS(context.Background(), dir, opts.PVC.Spec.Resources.Requests[v1.ResourceStorage]); err != nil {
+			return nil, controller.ProvisioningFinished, err
+		}
+	} else if fs != "" {
+		return nil, controller.ProvisioningFinished, fmt.Errorf("unknown fs %q (xfs, or none for a directory)", fs)
+	}
 	// 0o777: the Pod may run as any UID (etcd images often run non-root).
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, controller.ProvisioningFinished, err
@@ -92,7 +99,7 @@ func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.Provi
 	return pv, controller.ProvisioningFinished, nil
 }
 
-func (p *hostPathProvisioner) Delete(_ context.Context, pv *v1.PersistentVolume) error {
+func (p *hostPathProvisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
 	var dir string
 	switch {
 	case pv.Spec.Local != nil:
@@ -103,10 +110,17 @@ func (p *hostPathProvisioner) Delete(_ context.Context, pv *v1.PersistentVolume)
 		return &controller.IgnoredError{Reason: "not a local volume"}
 	}
 	// Never remove anything outside our own base directory, whatever the PV says.
-	if !strings.HasPrefix(dir, filepath.Clean(p.baseDir)+string(filepath.Separator)) {
+	if !inside(p.baseDir, dir) {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("%s is outside %s", dir, p.baseDir)}
 	}
+	if err := removeXFS(ctx, dir); err != nil {
+		return err
+	}
 	return os.RemoveAll(dir)
+}
+
+func inside(base, dir string) bool {
+	return strings.HasPrefix(filepath.Clean(dir), filepath.Clean(base)+string(filepath.Separator))
 }
 
 func main() {
@@ -138,5 +152,6 @@ func main() {
 		controller.MetricsPort(0),
 	)
 	klog.Infof("provisioning %s under %s", *name, *baseDir)
+	go (&resizer{client: client, baseDir: *baseDir}).run(ctx)
 	pc.Run(ctx)
 }
