@@ -32,7 +32,10 @@ func TestCheckReplaceLost(t *testing.T) {
 				c.Members[4].Healthy, c.Members[4].Lost = false, true
 			}},
 		{name: "a learner is joining", n: 3, victim: "c-2", want: ErrLearnerPresent,
-			mutate: func(c *Cluster) { lostMember(c); c.Members = append(c.Members, Member{Name: "c-3", ID: 9, Learner: true}) }},
+			mutate: func(c *Cluster) {
+				lostMember(c)
+				c.Members = append(c.Members, Member{Name: "c-3", ID: 9, Learner: true})
+			}},
 		{name: "the member list is unreadable", n: 3, victim: "c-2", want: ErrMemberListUnknown,
 			mutate: func(c *Cluster) { lostMember(c); c.MemberListKnown = false }},
 		{name: "the only member", n: 1, victim: "c-0", want: ErrLastMember,

@@ -136,6 +136,13 @@ func JudgeNodeLoss(m MemberNodes, s Settings) NodeLoss {
 	return l
 }
 
+// NodesShowLoss: the nodes alone (before etcd's view is asked) show the member lost, or its
+// volume's node cordoned while its Pod cannot run. Only then are etcd's silence and a cordon timed.
+func NodesShowLoss(m MemberNodes) bool {
+	m.CordonedSince = time.Unix(1, 0) // a cordon counts here whether or not it was timed yet
+	return nodeEvidence(m).Kind != NoLoss
+}
+
 // nodeEvidence is what the nodes alone show, before etcd's view is asked.
 func nodeEvidence(m MemberNodes) NodeLoss {
 	if v := m.Volume; v != nil && !m.PodRunning {
