@@ -97,10 +97,11 @@ func (v *view) previousRecord(name string) *stewardv1.MemberNodeLoss {
 // unreadable view; a cordon is timed from when Steward first saw it, per node, and a Node that
 // could not be read keeps the record it had (proving nothing, it must not restart the clock).
 func (v *view) nodeLossRecord(m *memberView, e evidence.MemberNodes) *stewardv1.MemberNodeLoss {
-	if !m.voter() || m.Deleting || !evidence.NodesShowLoss(e) {
+	prev := v.previousRecord(m.Name)
+	unread := e.Volume != nil && !e.Volume.Known && prev != nil && prev.Node == e.Volume.Name
+	if !m.voter() || m.Deleting || (!evidence.NodesShowLoss(e) && !unread) {
 		return nil
 	}
-	prev := v.previousRecord(m.Name)
 	now := metav1.NewTime(v.f.Now)
 	r := stewardv1.MemberNodeLoss{Member: m.Name, Node: e.Node.Name}
 	if e.Volume != nil && !e.PodRunning {
