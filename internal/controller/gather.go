@@ -85,8 +85,8 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		pm := plan.Member{
 			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID, Replacing: m.Status.Replacing,
 			ReplacedElsewhere: m.Status.ReplacedElsewhere,
-			PeerURL:  resources.PeerURL(ec, m.Name),
-			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
+			PeerURL:           resources.PeerURL(ec, m.Name),
+			Deleting:          m.DeletionTimestamp != nil, Template: m.Spec.Template,
 			Pod: r.podFacts(ec, m, o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
 		}
 		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
@@ -107,7 +107,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	// What the members' nodes say is evidence (internal/evidence): of a quorum in doubt, and with
 	// etcd's leader's view of each member, of a node loss.
 	r.nodeFacts(ctx, kube, f.Members, o.pods, o.pvcs)
-	r.peerViews(ctx, ec, o, &f)
+	r.peerViews(ctx, o, &f)
 	o.facts = f
 	return o, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/evidence"
 	"github.com/etcd-steward/steward/internal/plan"
@@ -30,7 +29,7 @@ const peerViewTimeout = 3 * time.Second
 // it, from the leader's metrics. This is the evidence of a node loss that the operator's own reach
 // cannot give (an operator cut off from a member proves nothing about etcd). Nothing is known when
 // no leader answers or its metrics cannot be read.
-func (r *EtcdClusterReconciler) peerViews(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, f *plan.Facts) {
+func (r *EtcdClusterReconciler) peerViews(ctx context.Context, o *observed, f *plan.Facts) {
 	leader, ok := f.Etcd.Leader()
 	if !ok || !f.Etcd.MemberListKnown() {
 		return
