@@ -57,6 +57,12 @@ type EtcdClusterSpec struct {
 	// +optional
 	QuorumLoss *QuorumLossSpec `json:"quorumLoss,omitempty"`
 
+	// nodeLoss is when Steward replaces a member lost with its node, or whose node-local volume's
+	// node is deleted or cordoned for long, on another node under a new name (docs/operations.md,
+	// "Node loss"). Defaults apply when unset.
+	// +optional
+	NodeLoss *NodeLossSpec `json:"nodeLoss,omitempty"`
+
 	// maintenance is the upkeep Steward does on its own: defragmentation.
 	// +optional
 	// +kubebuilder:default={}
@@ -170,6 +176,13 @@ type EtcdClusterStatus struct {
 	// and the last recovery.
 	// +optional
 	QuorumRecovery *QuorumRecoveryStatus `json:"quorumRecovery,omitempty"`
+
+	// nodeLoss records, per member, since when Steward has seen the evidence that its node (or its
+	// volume's node) is lost or cordoned: the clocks of spec.nodeLoss, kept across reconciles.
+	// +optional
+	// +listType=map
+	// +listMapKey=member
+	NodeLoss []MemberNodeLoss `json:"nodeLoss,omitempty"`
 
 	// maintenance records cluster-wide maintenance Steward did (compaction, alarm disarm).
 	// +optional

@@ -84,8 +84,9 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		o.members[m.Name] = m
 		pm := plan.Member{
 			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID, Replacing: m.Status.Replacing,
-			PeerURL:  resources.PeerURL(ec, m.Name),
-			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
+			ReplacedElsewhere: m.Status.ReplacedElsewhere,
+			PeerURL:           resources.PeerURL(ec, m.Name),
+			Deleting:          m.DeletionTimestamp != nil, Template: m.Spec.Template,
 			Pod: r.podFacts(ec, m, o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
 		}
 		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
@@ -104,10 +105,10 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	f.Etcd = r.etcdFacts(ctx, ec, o)
 	f.EtcdClusterID = o.clusterID
 	r.nodeZones(ctx, f.Members)
-	if !f.Etcd.MemberListKnown() {
-		// Quorum is in doubt: what the members' nodes say is evidence (internal/evidence).
-		r.nodeFacts(ctx, f.Members, o.pods)
-	}
+	// What the members' nodes say is evidence (internal/evidence): of a quorum in doubt, and with
+	// etcd's leader's view of each member, of a node loss.
+	r.nodeFacts(ctx, kube, f.Members, o.pods, o.pvcs)
+	r.peerViews(ctx, o, &f)
 	o.facts = f
 	return o, nil
 }

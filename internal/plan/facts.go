@@ -84,6 +84,11 @@ type Member struct {
 	PhaseSince time.Time
 	// Replacing is the member's status.replacing: removed to be replaced, not a voter again yet.
 	Replacing bool
+	// ReplacedElsewhere is the member's status.replacedElsewhere: why it is replaced on another
+	// node under a new name (a node loss); "" otherwise.
+	ReplacedElsewhere string
+	// Nodes are its Pod's node, its volume's node and etcd's leader's view of it (node loss).
+	Nodes NodeFacts
 	// Deleting is true when the EtcdMember has a deletion timestamp: a scale-down is under way and
 	// the member's finalizer waits for the plan to remove it from etcd and delete its Pod and PVC.
 	Deleting bool
