@@ -107,7 +107,9 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	r.nodeZones(ctx, f.Members)
 	// What the members' nodes say is evidence (internal/evidence): of a quorum in doubt, and with
 	// etcd's leader's view of each member, of a node loss.
-	r.nodeFacts(ctx, kube, f.Members, o.pods, o.pvcs)
+	// Live reads, whatever kube is: Steward caches neither Nodes nor PersistentVolumes (its RBAC
+	// grants no list or watch of PVs, so a cached read would wait for a cache that never syncs).
+	r.nodeFacts(ctx, r.reader(), f.Members, o.pods, o.pvcs)
 	r.peerViews(ctx, o, &f)
 	o.facts = f
 	return o, nil
