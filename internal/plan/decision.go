@@ -101,6 +101,11 @@ const (
 	// ReasonMembersUnreachable: the operator cannot reach enough members to know whether etcd has
 	// quorum (or etcd shows quorum and the operator reaches too few to act); never a recovery.
 	ReasonMembersUnreachable Reason = "MembersUnreachable"
+	// ReasonPreparingEviction: a member whose eviction was asked for (a node drain) is being prepared
+	// (leadership moved, out of the client Service); ReasonWaitingForEviction: it is prepared and
+	// Kubernetes has yet to evict it.
+	ReasonPreparingEviction  Reason = "PreparingEviction"
+	ReasonWaitingForEviction Reason = "WaitingForEviction"
 	// ReasonInvalidDefragmentationSchedule: the defragmentation schedule does not parse.
 	ReasonInvalidDefragmentationSchedule Reason = "InvalidDefragmentationSchedule"
 )

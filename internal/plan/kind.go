@@ -9,7 +9,7 @@ func Kinds() []Kind {
 	return []Kind{Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner,
 		RecordPhase, RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader,
 		RestartContainer, ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact,
-		DisarmAlarm, StartRecovery, RecoveryStep, DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC}
+		DisarmAlarm, StartRecovery, RecoveryStep, DiscardMember, FinishRecovery, AbortRecovery, PrepareEviction, ExpandPVC}
 }
 
 // Acts: the kind changes something (Nothing and Wait do not).
@@ -25,7 +25,7 @@ func (k Kind) NeedsMember() bool {
 		return false
 	case BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
-		PatchPodMetadata, Defragment, RecordDefragmentation, DiscardMember, ExpandPVC:
+		PatchPodMetadata, Defragment, RecordDefragmentation, DiscardMember, ExpandPVC, PrepareEviction:
 		return true
 	}
 	return true
@@ -45,7 +45,7 @@ func (k Kind) StartsMember() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
 		PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, StartRecovery, RecoveryStep,
-		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC:
+		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, PrepareEviction:
 		return false
 	}
 	return false
@@ -59,7 +59,7 @@ func (k Kind) StartsMember() bool {
 func (k Kind) Disrupts() bool {
 	//exhaustive:enforce
 	switch k {
-	case RemoveMember, DeletePod, DeletePVC, RestartContainer, Defragment:
+	case RemoveMember, DeletePod, DeletePVC, RestartContainer, Defragment, PrepareEviction:
 		return true
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, ResizePod, RecordTemplate, PatchPodMetadata,
@@ -78,7 +78,8 @@ func (k Kind) Recovery() bool {
 		return true
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer,
-		ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, ExpandPVC:
+		ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, ExpandPVC,
+		PrepareEviction:
 		return false
 	}
 	return false
