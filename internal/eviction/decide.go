@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 const (
@@ -128,7 +129,12 @@ func RequestedAt(p *corev1.Pod) time.Time {
 	return t
 }
 
-// Prepared says whether the Pod was prepared for its live eviction request.
+// Marked says whether the Pod is marked prepared and still out of the client Service.
+func Marked(p *corev1.Pod) bool {
+	return p.Annotations[stewardv1.AnnotationEvictionPrepared] != "" && p.Labels[stewardv1.LabelVoter] == resources.VoterDraining
+}
+
+// Prepared says whether the Pod is prepared for its live eviction request.
 func Prepared(p *corev1.Pod, now time.Time) bool {
-	return p.Annotations[stewardv1.AnnotationEvictionPrepared] != "" && Live(RequestedAt(p), now)
+	return Marked(p) && Live(RequestedAt(p), now)
 }

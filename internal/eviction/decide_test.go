@@ -69,7 +69,7 @@ func TestDecide(t *testing.T) {
 
 func TestPodAnnotations(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{stewardv1.LabelVoter: "draining"}, Annotations: map[string]string{
 		stewardv1.AnnotationEvictionRequested: now.Add(-time.Minute).Format(time.RFC3339Nano),
 		stewardv1.AnnotationEvictionPrepared:  now.Format(time.RFC3339Nano),
 	}}}
@@ -81,6 +81,10 @@ func TestPodAnnotations(t *testing.T) {
 	}
 	if Prepared(p, now.Add(RequestLifetime)) {
 		t.Error("a prepared Pod whose request expired is still Prepared")
+	}
+	p.Labels[stewardv1.LabelVoter] = "true"
+	if Prepared(p, now) {
+		t.Error("a Pod back in the client Service is still Prepared")
 	}
 	if !RequestedAt(&corev1.Pod{}).IsZero() || Prepared(&corev1.Pod{}, now) {
 		t.Error("a Pod without annotations counts as requested")
