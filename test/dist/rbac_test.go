@@ -83,6 +83,8 @@ var clusterScoped = map[string]bool{
 	"authentication.k8s.io tokenreviews":        true,
 	"authorization.k8s.io subjectaccessreviews": true,
 	"core nodes": true,
+	// The eviction webhook's configuration, whose caBundle the certificate rotator fills.
+	"admissionregistration.k8s.io validatingwebhookconfigurations": true,
 }
 
 // leaderElection is what config/rbac/leader_election_role.yaml grants in the operator's namespace.
