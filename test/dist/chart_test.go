@@ -196,9 +196,7 @@ func deploymentArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 
 // TestChartValues: each operator setting becomes its flag; defaults add none of them.
 func TestChartValues(t *testing.T) {
-	webhook := []string{"--webhook-cert-secret=steward-webhook-server-cert", "--webhook-service=steward-webhook-service",
-		"--webhook-configuration=steward-eviction"}
-	base := append([]string{"--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8443"}, webhook...)
+	base := []string{"--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8443"}
 	for _, c := range []struct {
 		name string
 		set  []string
@@ -209,10 +207,13 @@ func TestChartValues(t *testing.T) {
 			append(slices.Clone(base), "--watch-namespaces=team-a,team-b", "--operator-image=ghcr.io/etcd-steward/steward:dev")},
 		{"settings", []string{"leaderElection=false", "logLevel=debug", "etcdImageRepository=registry.example/etcd",
 			"maxConcurrentReconciles=8", "metrics.secure=false", "metrics.port=9090", "extraArgs={--sync-period=5m}"},
-			append(append([]string{"--health-probe-bind-address=:8081", "--metrics-bind-address=:9090", "--metrics-secure=false"},
-				webhook...), "--etcd-image-repository=registry.example/etcd", "--max-concurrent-reconciles=8", "--zap-log-level=debug",
-				"--sync-period=5m")},
+			[]string{"--health-probe-bind-address=:8081", "--metrics-bind-address=:9090", "--metrics-secure=false",
+				"--etcd-image-repository=registry.example/etcd", "--max-concurrent-reconciles=8", "--zap-log-level=debug",
+				"--sync-period=5m"}},
 		{"eviction bound", []string{"evictionWebhook.bound=3m"}, append(slices.Clone(base), "--eviction-bound=3m")},
+		{"another release's webhook objects", []string{"fullnameOverride=etcd-op"}, append(slices.Clone(base),
+			"--webhook-cert-secret=etcd-op-webhook-server-cert", "--webhook-service=etcd-op-webhook-service",
+			"--webhook-configuration=etcd-op-eviction")},
 		{"eviction webhook off", []string{"evictionWebhook.enabled=false"},
 			[]string{"--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8443", "--eviction-webhook=false"}},
 		{"digest", []string{"image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "watchNamespaces={a}"},
