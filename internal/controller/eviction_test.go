@@ -53,7 +53,7 @@ func refusedWith(err error, want string) error {
 		return fmt.Errorf("eviction allowed, want 429 saying %q", want)
 	}
 	if !apierrors.IsTooManyRequests(err) || !strings.Contains(err.Error(), want) {
-		return fmt.Errorf("eviction refused with %v, want 429 saying %q", err, want)
+		return fmt.Errorf("eviction refused with %w, want 429 saying %q", err, want)
 	}
 	return nil
 }
@@ -100,7 +100,7 @@ func TestEvictionWebhook(t *testing.T) {
 	eventually(t, "allowed once prepared", func() error { return evict(pod) })
 	eventually(t, "the Pod evicted", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); !apierrors.IsNotFound(err) && got.DeletionTimestamp == nil {
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there (%w)", err)
 		}
 		return nil
 	})

@@ -81,10 +81,10 @@ func TestSequenceDrain(t *testing.T) {
 		w.assertConverged()
 		var evicted, prepared []string
 		for _, e := range w.events {
-			switch {
-			case e.kind == "Evicted":
+			switch e.kind {
+			case "Evicted":
 				evicted = append(evicted, e.member)
-			case e.kind == PrepareEviction:
+			case PrepareEviction:
 				prepared = append(prepared, e.member)
 				if e.leader {
 					t.Errorf("%s prepared while it led", e.member)
