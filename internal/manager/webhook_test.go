@@ -71,7 +71,9 @@ func TestWebhookCertificate(t *testing.T) {
 	go func() { done <- mgr.Start(mctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with %v", err)
+		}
 	})
 
 	var bundle []byte
