@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,24 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcd-steward/steward/internal/manager"
 	"github.com/etcd-steward/steward/internal/testenv"
 )
 
-// TestWebhookCertificate starts the manager with the binary's defaults in a Pod's namespace, next
-// to the objects the install creates (the empty Secret and the webhook configuration of
-// config/webhook, renamed as kustomize does): the rotator writes a CA and serving certificate into
-// the Secret and the CA into the configuration; once the files are where the kubelet would project
-// them, the webhook server serves a certificate the configuration's CA verifies for the Service.
-func TestWebhookCertificate(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	t.Setenv("POD_NAMESPACE", "default")
-	ctx := context.Background()
+// The manager of TestManagerServesHealth runs with the binary's defaults in a Pod's namespace,
+// next to the objects the install creates (the empty Secret and the webhook configuration of
+// config/webhook, renamed as kustomize does): checkWebhookCertificate then sees the rotator write a
+// CA and serving certificate into the Secret and the CA into the configuration and, once the files
+// are where the kubelet would project them, the webhook server serve a certificate the
+// configuration's CA verifies for the Service.
 
+// installWebhookObjects creates what config/webhook installs, in namespace default.
+func installWebhookObjects(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	t.Setenv("POD_NAMESPACE", "default")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "steward-webhook-server-cert", Namespace: "default"}}
 	if err := env.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
@@ -52,36 +47,21 @@ func TestWebhookCertificate(t *testing.T) {
 	if err := env.Client.Create(ctx, &vwc); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	var o manager.Options
-	fs := flag.NewFlagSet("steward", flag.ContinueOnError)
-	o.BindFlags(fs)
-	certDir, addr := t.TempDir(), freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	if err := fs.Parse([]string{"--health-probe-bind-address=0", "--metrics-bind-address=0",
-		"--webhook-cert-dir=" + certDir, "--webhook-port=" + port}); err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := manager.New(env.Config, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-	})
-
+// checkWebhookCertificate waits for the rotator's certificate and CA bundle, projects the
+// certificate into certDir as the kubelet would, and checks what the server on port serves.
+func checkWebhookCertificate(t *testing.T, env *testenv.Env, certDir, port string) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "steward-webhook-server-cert", Namespace: "default"}}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "steward-eviction"}}
 	var bundle []byte
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 			t.Fatal(err)
 		}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&vwc), &vwc); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(vwc), vwc); err != nil {
 			t.Fatal(err)
 		}
 		bundle = vwc.Webhooks[0].ClientConfig.CABundle
