@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/etcd-steward/steward/internal/eviction"
@@ -51,7 +52,7 @@ func setupWebhook(mgr ctrl.Manager, srv webhook.Server, o Options) error {
 	}
 	ready := make(chan struct{})
 	dns := fmt.Sprintf("%s.%s.svc", o.WebhookService, ns)
-	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+	if err := rotator.AddRotator(tolerant{mgr}, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: ns, Name: o.WebhookCertSecret},
 		CertDir:        o.WebhookCertDir,
 		CAName:         "steward-webhook-ca",
@@ -68,6 +69,24 @@ func setupWebhook(mgr ctrl.Manager, srv webhook.Server, o Options) error {
 		case <-ready:
 			mgr.GetWebhookServer() // added to a running manager, the server starts at once
 		case <-ctx.Done():
+		}
+		return nil
+	}))
+}
+
+// tolerant keeps a certificate rotator that gives up (the Secret or the configuration is missing,
+// the kubelet never projects the Secret) from stopping the operator: the webhook is then not
+// served, evictions go to the PodDisruptionBudget, and Steward goes on guarding its clusters.
+type tolerant struct{ ctrl.Manager }
+
+func (m tolerant) Add(r manager.Runnable) error {
+	cr, ok := r.(*rotator.CertRotator)
+	if !ok {
+		return m.Manager.Add(r)
+	}
+	return m.Manager.Add(everyReplica(func(ctx context.Context) error {
+		if err := cr.Start(ctx); err != nil {
+			ctrl.Log.Error(err, "the eviction webhook has no certificate: evictions are left to the PodDisruptionBudget")
 		}
 		return nil
 	}))
