@@ -35,7 +35,9 @@ if cluster_running; then
   log "reusing the running local cluster"
 else
   started=1
-  "$ROOT/hack/localkube/up.sh"
+  # Three nodes in three zones: the placement, drain and node-loss scenarios need them, and
+  # every other scenario runs where its users run (NODES=1 to try one node).
+  NODES=${NODES:-3} "$ROOT/hack/localkube/up.sh"
 fi
 "$ROOT/hack/localkube/install-operator.sh"
 

@@ -57,6 +57,12 @@ type EtcdClusterSpec struct {
 	// +optional
 	QuorumLoss *QuorumLossSpec `json:"quorumLoss,omitempty"`
 
+	// nodeLoss is when Steward replaces a member lost with its node, or whose node-local volume's
+	// node is deleted or cordoned for long, on another node under a new name (docs/operations.md,
+	// "Node loss"). Defaults apply when unset.
+	// +optional
+	NodeLoss *NodeLossSpec `json:"nodeLoss,omitempty"`
+
 	// maintenance is the upkeep Steward does on its own: defragmentation.
 	// +optional
 	// +kubebuilder:default={}
@@ -171,6 +177,13 @@ type EtcdClusterStatus struct {
 	// +optional
 	QuorumRecovery *QuorumRecoveryStatus `json:"quorumRecovery,omitempty"`
 
+	// nodeLoss records, per member, since when Steward has seen the evidence that its node (or its
+	// volume's node) is lost or cordoned: the clocks of spec.nodeLoss, kept across reconciles.
+	// +optional
+	// +listType=map
+	// +listMapKey=member
+	NodeLoss []MemberNodeLoss `json:"nodeLoss,omitempty"`
+
 	// maintenance records cluster-wide maintenance Steward did (compaction, alarm disarm).
 	// +optional
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
@@ -179,7 +192,7 @@ type EtcdClusterStatus struct {
 	// +optional
 	Restore *RestoreStatus `json:"restore,omitempty"`
 
-	// conditions: Available, Progressing, Degraded, RollingUpdate, with TLS TLSMaterialValid and
+	// conditions: Available, Progressing, Degraded, RollingUpdate, PlacementAtRisk, with TLS TLSMaterialValid and
 	// CertificatesExpiring, BackupReady when a schedule targets the cluster, and Restored when it
 	// bootstraps from a backup.
 	// +optional
@@ -215,6 +228,12 @@ type MemberStatus struct {
 	// version is the etcd server version the member reports.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// node the member's Pod is scheduled on, and that node's zone (its topology.kubernetes.io/zone
+	// label; empty when the node has none).
+	// +optional
+	Node string `json:"node,omitempty"`
+	// +optional
+	Zone string `json:"zone,omitempty"`
 	// updated is true when the member runs the observed template.
 	// +optional
 	Updated bool `json:"updated,omitempty"`

@@ -58,6 +58,12 @@ type EtcdMemberStatus struct {
 	// cluster is one voter short, and no other member is disrupted.
 	// +optional
 	Replacing bool `json:"replacing,omitempty"`
+	// replacedElsewhere says why the member is replaced on another node under a new name (its node
+	// or its volume's node is lost); written before it is removed from etcd. Once out of etcd its
+	// PVC is detached and kept, its Pod deleted (it may stay Terminating on a dead node: the removed
+	// member ID fences it) and this EtcdMember dropped, after its successor was created.
+	// +optional
+	ReplacedElsewhere string `json:"replacedElsewhere,omitempty"`
 	// role in Raft.
 	// +optional
 	Role MemberRole `json:"role,omitempty"`

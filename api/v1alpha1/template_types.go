@@ -37,12 +37,14 @@ type MemberTemplate struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// affinity of member Pods. When empty, Steward prefers to spread members of one cluster across
-	// nodes (a preferred anti-affinity on kubernetes.io/hostname).
+	// affinity of member Pods, as given (Steward adds none).
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
-	// topologySpreadConstraints of member Pods.
+	// topologySpreadConstraints of member Pods. When empty, Steward spreads members of one cluster
+	// over nodes (kubernetes.io/hostname, maxSkew 1, DoNotSchedule) and, preferably, over zones
+	// (topology.kubernetes.io/zone, ScheduleAnyway), counting only nodes the Pods may use
+	// (nodeAffinityPolicy and nodeTaintsPolicy Honor). Constraints given here replace both.
 	// +optional
 	// +listType=atomic
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`

@@ -273,6 +273,18 @@ func TestCreateValidation(t *testing.T) {
 		{"fragmentation above 100%", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Maintenance = &stewardv1.MaintenanceSpec{Defragmentation: stewardv1.DefragmentationSpec{FragmentationPercent: ptr.To[int32](120)}}
 		}, "spec.maintenance.defragmentation.fragmentationPercent"},
+		{"node loss settings", func(c *stewardv1.EtcdCluster) {
+			c.Spec.NodeLoss = &stewardv1.NodeLossSpec{ReplaceAfterSeconds: ptr.To[int32](60), CordonedReplaceAfterSeconds: ptr.To[int32](600)}
+		}, ""},
+		{"node loss: a cordon waits at least as long as a lost node", func(c *stewardv1.EtcdCluster) {
+			c.Spec.NodeLoss = &stewardv1.NodeLossSpec{ReplaceAfterSeconds: ptr.To[int32](900), CordonedReplaceAfterSeconds: ptr.To[int32](600)}
+		}, "spec.nodeLoss.cordonedReplaceAfterSeconds must be at least spec.nodeLoss.replaceAfterSeconds"},
+		{"node loss: the default cordon wait against a long replaceAfterSeconds", func(c *stewardv1.EtcdCluster) {
+			c.Spec.NodeLoss = &stewardv1.NodeLossSpec{ReplaceAfterSeconds: ptr.To[int32](3600)}
+		}, "spec.nodeLoss.cordonedReplaceAfterSeconds must be at least"},
+		{"node loss: replaceAfterSeconds below 30", func(c *stewardv1.EtcdCluster) {
+			c.Spec.NodeLoss = &stewardv1.NodeLossSpec{ReplaceAfterSeconds: ptr.To[int32](5)}
+		}, "spec.nodeLoss.replaceAfterSeconds"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,7 +28,7 @@ timed() {
   log "$label: $((SECONDS - start))s"
 }
 
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack socat busybox-static)
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack socat busybox-static xfsprogs)
 build_packages() {
   local p missing=()
   for p in "${PACKAGES[@]}"; do

@@ -2,21 +2,25 @@
 # Configuration files of the local cluster's components (sourced by up.sh after lib.sh).
 # Every path points inside $LK so that cluster-down removes all of it.
 
+# write_containerd_config NODE: NODE's containerd, its own root, state, socket and runc root,
+# and its CNI configuration (a bridge inside the node's namespace with the node's /24).
 write_containerd_config() {
-  mkdir -p "$LK/containerd" "$LK/cni/net.d" "$RUNC_ROOT"
-  cat >"$LK/containerd/config.toml" <<EOF
+  local node=$1 d=$NODES_DIR/$1 k
+  k=$(node_index "$node")
+  mkdir -p "$d/containerd" "$d/cni/net.d" "$(node_runc_root "$node")"
+  cat >"$d/containerd/config.toml" <<EOF
 version = 2
-root = "$LK/containerd/root"
-state = "$LK/containerd/state"
+root = "$d/containerd/root"
+state = "$d/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs",
   "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
 [grpc]
-  address = "$CONTAINERD_SOCK"
+  address = "$(node_sock "$node")"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$LK/containerd/opt"
+  path = "$d/containerd/opt"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
@@ -30,7 +34,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   enable_unprivileged_icmp = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
-    conf_dir = "$LK/cni/net.d"
+    conf_dir = "$d/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -38,27 +42,28 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         # runc's container state under our state directory, so leftovers can be found.
-        Root = "$RUNC_ROOT"
+        Root = "$(node_runc_root "$node")"
         SystemdCgroup = false
 EOF
 
-  # One bridge for all Pods; the host holds the gateway address, so it routes to every
-  # Pod IP directly (the e2e tests talk to etcd Pods without port-forward). No ipMasq and
-  # no portmap: Pods need nothing beyond this machine, and fewer iptables chains to clean.
-  cat >"$LK/cni/net.d/10-localkube.conflist" <<EOF
+  # One bridge for the node's Pods, in the node's namespace; the host routes each node's /24
+  # to it, so the host and the other nodes reach every Pod IP directly (the e2e tests talk
+  # to etcd Pods without port-forward). No ipMasq and no portmap: Pods need nothing beyond
+  # this machine, and fewer iptables chains to clean.
+  cat >"$d/cni/net.d/10-localkube.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
   "name": "localkube",
   "plugins": [{
     "type": "bridge",
-    "bridge": "$BRIDGE",
+    "bridge": "$NODE_BRIDGE",
     "isGateway": true,
     "ipMasq": false,
     "hairpinMode": true,
     "ipam": {
       "type": "host-local",
-      "dataDir": "$LK/cni/ipam",
-      "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$BRIDGE_IP"}]],
+      "dataDir": "$d/cni/ipam",
+      "ranges": [[{"subnet": "$NODE_POD_NET.$k.0/24", "gateway": "$NODE_POD_NET.$k.1"}]],
       "routes": [{"dst": "0.0.0.0/0"}]
     }
   }]
@@ -66,19 +71,24 @@ EOF
 EOF
 }
 
+# write_kubelet_config NODE: its own root, pod-logs and plugin directories, cgroup root and
+# address; the apiserver reaches it on the node's address.
 write_kubelet_config() {
-  mkdir -p "$LK/kubelet" "$LK/kubelet/root" "$LK/kubelet/pod-logs" "$LK/kubelet/volume-plugins"
+  local node=$1 d=$NODES_DIR/$1/kubelet
+  mkdir -p "$d/root" "$d/pod-logs" "$d/volume-plugins"
   # Pods with dnsPolicy Default get this, not the host's resolver (whose search domains
   # would also be appended to every Pod's resolv.conf).
-  echo "nameserver $DNS_IP" >"$LK/kubelet/resolv.conf"
-  cat >"$LK/kubelet/config.yaml" <<EOF
+  echo "nameserver $DNS_IP" >"$d/resolv.conf"
+  cat >"$d/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # This host is cgroup v1 (hybrid); kubelet 1.35+ refuses v1 unless told otherwise.
 failCgroupV1: false
 cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
-address: $NODE_IP
+# The node's own cgroup (kubepods under it): stopping the node kills everything in it.
+cgroupRoot: /$CGROUP_PARENT/$node
+containerRuntimeEndpoint: unix://$(node_sock "$node")
+address: $(node_ip "$node")
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -90,28 +100,32 @@ authentication:
 authorization: {mode: Webhook}
 clusterDNS: [$DNS_IP]
 clusterDomain: $CLUSTER_DOMAIN
-resolvConf: $LK/kubelet/resolv.conf
-podLogsDir: $LK/kubelet/pod-logs
-volumePluginDir: $LK/kubelet/volume-plugins
+resolvConf: $d/resolv.conf
+podLogsDir: $d/pod-logs
+volumePluginDir: $d/volume-plugins
 staticPodPath: ""
 failSwapOn: false
 serializeImagePulls: false
 # Our images cannot be pulled again: never garbage-collect them, never evict for disk.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+# Every kubelet here sees the whole machine's memory and disk: no node may evict for what the
+# others use (a threshold of 0% turns a signal off).
+evictionHard: {memory.available: "0%", nodefs.available: "0%", imagefs.available: "0%", nodefs.inodesFree: "0%"}
 # Faster feedback in tests: node status and Pod status updates.
 nodeStatusUpdateFrequency: 4s
 syncFrequency: 10s
 EOF
 }
 
+# write_kube_proxy_config FILE NODE KUBECONFIG: a kube-proxy for NODE's namespace; the host
+# runs one more (NODE "host", no such Node) so the host and the tests reach Services too.
 write_kube_proxy_config() {
-  cat >"$LK/kube-proxy.yaml" <<EOF
+  cat >"$1" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: $LK/kubeconfigs/kube-proxy}
-hostnameOverride: $NODE_NAME
+clientConnection: {kubeconfig: $3}
+hostnameOverride: $2
 mode: iptables
 clusterCIDR: $POD_CIDR
 detectLocalMode: ClusterCIDR
@@ -144,9 +158,12 @@ write_corefile() {
 EOF
 }
 
-# The default StorageClass, served by hack/localkube/provisioner. WaitForFirstConsumer
-# like kind's: an operator that waits for a PVC to bind before creating the Pod would
-# deadlock on real clusters, and we want to see that here.
+# The StorageClasses, served by hack/localkube/provisioner. WaitForFirstConsumer like kind's:
+# an operator that waits for a PVC to bind before creating the Pod would deadlock on real
+# clusters, and we want to see that here. `standard` (default) is node-local, like a local
+# SSD: the volume is pinned to the node it was made on and dies with it. `network` follows
+# the Pod to any node, like a network-attached disk. `expandable` is node-local on a filesystem
+# that grows (XFS on a loop device: provisioner/xfs.go) and allows volume expansion.
 storageclass_manifest() {
   cat <<EOF
 apiVersion: storage.k8s.io/v1
@@ -155,7 +172,27 @@ metadata:
   name: standard
   annotations: {storageclass.kubernetes.io/is-default-class: "true"}
 provisioner: localkube.steward.dev/hostpath
+parameters: {type: node-local}
 reclaimPolicy: Delete
 volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: network
+provisioner: localkube.steward.dev/hostpath
+parameters: {type: network}
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: expandable
+provisioner: localkube.steward.dev/hostpath
+parameters: {type: node-local, fs: xfs}
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
 EOF
 }

@@ -7,6 +7,7 @@
 # last cluster's logs go to _out/localkube-last-logs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$ROOT/hack/localkube/nodes.sh"
 
 need_root
 
@@ -21,57 +22,52 @@ pids_matching() {
   return 0
 }
 
+# stop_workloads NODE: kill every container through containerd first: shims exit cleanly
+# and remove their sockets in /run/containerd/s.
 stop_workloads() {
-  # Kill every container through containerd first: shims exit cleanly and remove their
-  # sockets in /run/containerd/s.
-  if alive containerd; then
+  if alive "$1.containerd"; then
     local t
-    for t in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true; done
+    for t in $(ctr_ "$1" tasks ls -q 2>/dev/null); do ctr_ "$1" tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true; done
     sleep 0.5
-    for t in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$t" >/dev/null 2>&1 || true; done
+    for t in $(ctr_ "$1" tasks ls -q 2>/dev/null); do ctr_ "$1" tasks delete -f "$t" >/dev/null 2>&1 || true; done
   fi
 }
 
 stop_leftovers() {
-  local pid c
-  # containerd-shim-runc-v2 processes outlive containerd; they carry our socket path.
-  for pid in $(pids_matching "$CONTAINERD_SOCK"); do
-    log "killing leftover shim $pid"
+  local pid c root n
+  # containerd-shim-runc-v2 processes outlive containerd; they carry our state path (and
+  # a node's cgroup holds them: node_kill).
+  for n in $(node_names); do node_kill "$n"; done
+  for pid in $(pids_matching "$NODES_DIR/"); do
+    log "killing leftover process $pid"
     kill -KILL "$pid" 2>/dev/null || true
   done
-  if [[ -d $RUNC_ROOT ]]; then
-    for c in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
+  for root in "$NODES_DIR"/*/runc; do
+    [[ -d $root ]] || continue
+    for c in $(runc --root "$root" list -q 2>/dev/null); do
       log "removing leftover runc container $c"
-      runc --root "$RUNC_ROOT" kill "$c" KILL >/dev/null 2>&1 || true
-      runc --root "$RUNC_ROOT" delete -f "$c" >/dev/null 2>&1 || true
+      runc --root "$root" kill "$c" KILL >/dev/null 2>&1 || true
+      runc --root "$root" delete -f "$c" >/dev/null 2>&1 || true
     done
-  fi
+  done
 }
 
 unmount_all() {
-  local m i
   [[ -d $LK ]] || return 0
-  # Deepest first; retry lazily for busy mounts (a dying process may still hold one).
-  for i in 1 2 3; do
-    mapfile -t mounts < <(awk -v p="$LK/" 'index($5, p) == 1 {print $5}' /proc/self/mountinfo | sort -r)
-    ((${#mounts[@]})) || return 0
-    for m in "${mounts[@]}"; do
-      umount "$m" 2>/dev/null || { ((i < 3)) || umount -l "$m" 2>/dev/null || true; }
-    done
-  done
-  return 0
+  unmount_under "$LK"
 }
 
-# Chains of kube-proxy and kubelet (KUBE-*) and of CNI plugins (CNI-*), IPv4 and IPv6.
+# Chains of kube-proxy and kubelet (KUBE-*), of CNI plugins (CNI-*) and of node.sh's
+# partitions (LK-*), IPv4 and IPv6. The nodes' own chains go with their namespaces.
 clean_iptables() {
   local ipt table chains c rule
   for ipt in iptables ip6tables; do
     command -v "$ipt" >/dev/null || continue
     for table in filter nat mangle raw; do
-      chains=$("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^(KUBE-|CNI-)/ {print $2}') || continue
+      chains=$("$ipt" -t "$table" -S 2>/dev/null | awk '$1 == "-N" && $2 ~ /^(KUBE-|CNI-|LK-)/ {print $2}') || continue
       [[ -n $chains ]] || continue
       # Rules in built-in chains that jump into ours.
-      "$ipt" -t "$table" -S | awk '$1 == "-A" && $2 !~ /^(KUBE-|CNI-)/ && / -j (KUBE-|CNI-)/' |
+      "$ipt" -t "$table" -S | awk '$1 == "-A" && $2 !~ /^(KUBE-|CNI-|LK-)/ && / -j (KUBE-|CNI-|LK-)/' |
         while read -r rule; do
           eval "$ipt -t $table ${rule/-A/-D}" 2>/dev/null || true
         done
@@ -85,11 +81,18 @@ clean_network() {
   # A Pod's veth goes away with its network namespace, but a namespace lives on while
   # an orphaned TCP socket in it retransmits to a peer that died with it (minutes).
   # Delete our bridge's ports ourselves; the hidden namespace then holds nothing visible.
-  local v
+  local v ns
   for v in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
     ip link del "$v" 2>/dev/null || true
   done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
+  # The nodes' namespaces (their Pod bridges and veths go with them) and host veth ends.
+  for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^lk-/ {print $1}'); do
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  for v in $(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^lkn[0-9]+@/ {print $2}' | cut -d@ -f1); do
+    ip link del "$v" 2>/dev/null || true
+  done
   local a
   for a in "$NODE_IP" "$DNS_IP"; do
     # (Not `ip … | grep -q`: grep quitting early makes ip die of SIGPIPE, and with
@@ -105,10 +108,11 @@ clean_network() {
   return 0
 }
 
-# cgroups kubelet and runc made (cgroupfs driver): kubepods/ in each v1 hierarchy.
+# The nodes' cgroups (/localkube/<node>, kubelet's kubepods under each) in each v1
+# hierarchy, and kubepods/ at the root left by a single-node cluster of older scripts.
 clean_cgroups() {
   local d
-  for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+  for d in /sys/fs/cgroup/*/"$CGROUP_PARENT" /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
     [[ -d $d ]] || continue
     find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
@@ -120,7 +124,7 @@ clean_host_files() {
   if [[ -d /var/log/containers ]]; then
     for l in /var/log/containers/*; do
       # Ours, or dangling ones of a local cluster from another checkout.
-      if [[ -L $l && ($(readlink "$l") == "$LK/"* || (! -e $l && $(readlink "$l") == */localkube/kubelet/pod-logs/*)) ]]; then
+      if [[ -L $l && ($(readlink "$l") == "$LK/"* || (! -e $l && $(readlink "$l") == */localkube/*kubelet/pod-logs/*)) ]]; then
         rm -f "$l"
       fi
     done
@@ -156,11 +160,17 @@ main() {
     log "no cluster state in $LK"
   fi
   # Nodes and add-ons first so nothing restarts containers while we remove them.
-  for n in provisioner coredns kube-proxy kubelet kube-scheduler kube-controller-manager versitygw; do
+  for n in $(node_names); do
+    stop_proc "$n.kubelet" 10
+    stop_proc "$n.kube-proxy" 5
+  done
+  for n in provisioner coredns kube-proxy kube-scheduler kube-controller-manager versitygw; do
     stop_proc "$n" 10
   done
-  stop_workloads
-  stop_proc containerd 10
+  for n in $(node_names); do
+    stop_workloads "$n"
+    stop_proc "$n.containerd" 10
+  done
   stop_leftovers
   stop_proc kube-apiserver 15
   stop_proc etcd 10

@@ -18,9 +18,11 @@ cluster_running || die "the local cluster is not running (make cluster-up)"
 
 existed=0
 kctl -n "$OPERATOR_NS" get "deployment/$OPERATOR_DEPLOYMENT" >/dev/null 2>&1 && existed=1
-before=$(image_digest "$OPERATOR_IMAGE")
+# The image on every node (a node that lacks it cannot run the operator: no registry).
+digests() { local n; for n in $(node_names); do image_digest "$n" "$OPERATOR_IMAGE"; done; }
+before=$(digests)
 "$ROOT/hack/localkube/load-images.sh" "$IMAGES_DIR/steward.tar"
-after=$(image_digest "$OPERATOR_IMAGE")
+after=$(digests)
 
 log "kubectl apply -k ${KUSTOMIZE_DIR#"$ROOT"/}"
 # Server-side apply: CRDs with full Pod-shaped schemas outgrow the client-side

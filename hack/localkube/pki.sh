@@ -26,17 +26,18 @@ cert() {
   rm -f "$ext" "$PKI/$name.csr"
 }
 
-# kubeconfig FILE CERTNAME USER: a kubeconfig for the apiserver on loopback; certificates
-# embedded so the admin one keeps working if copied elsewhere.
+# kubeconfig FILE CERTNAME USER [SERVER]: a kubeconfig for the apiserver, on loopback unless
+# SERVER says otherwise (a node's loopback is its own); certificates embedded so the admin
+# one keeps working if copied elsewhere.
 kubeconfig() {
-  local file=$1 certname=$2 user=$3
+  local file=$1 certname=$2 user=$3 server=${4:-$APISERVER_URL}
   cat >"$file" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
 - name: localkube
   cluster:
-    server: $APISERVER_URL
+    server: $server
     certificate-authority-data: $(base64 -w0 <"$PKI/ca.crt")
 users:
 - name: $user
@@ -58,7 +59,7 @@ make_pki() {
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
     -out "$PKI/ca.crt" 2>/dev/null
 
-  local d sans="IP:127.0.0.1,IP:$KUBERNETES_SVC_IP,IP:$NODE_IP,DNS:localhost,DNS:$NODE_NAME"
+  local d sans="IP:127.0.0.1,IP:$KUBERNETES_SVC_IP,IP:$NODE_IP,DNS:localhost"
   for d in kubernetes kubernetes.default kubernetes.default.svc "kubernetes.default.svc.$CLUSTER_DOMAIN"; do
     sans+=",DNS:$d"
   done
@@ -68,7 +69,6 @@ make_pki() {
   cert admin "/O=system:masters/CN=localkube-admin" clientAuth
   cert controller-manager "/CN=system:kube-controller-manager" clientAuth
   cert scheduler "/CN=system:kube-scheduler" clientAuth
-  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
   cert kube-proxy "/CN=system:kube-proxy" clientAuth
   # CoreDNS and the provisioner are host processes of the cluster itself: admin rights.
   cert addons "/O=system:masters/CN=localkube-addons" clientAuth
@@ -80,7 +80,15 @@ make_pki() {
   kubeconfig "$KUBECONFIG_ADMIN" admin localkube-admin
   kubeconfig "$LK/kubeconfigs/controller-manager" controller-manager system:kube-controller-manager
   kubeconfig "$LK/kubeconfigs/scheduler" scheduler system:kube-scheduler
-  kubeconfig "$LK/kubeconfigs/kubelet" kubelet "system:node:$NODE_NAME"
   kubeconfig "$LK/kubeconfigs/kube-proxy" kube-proxy system:kube-proxy
+  # The nodes' kube-proxies reach the apiserver on the control plane's address.
+  kubeconfig "$LK/kubeconfigs/node-kube-proxy" kube-proxy system:kube-proxy "$NODE_APISERVER_URL"
   kubeconfig "$LK/kubeconfigs/addons" addons localkube-addons
+}
+
+# node_pki NODE: the node's kubelet client certificate (the Node authorizer and NodeRestriction
+# know a kubelet by it) and its kubeconfig.
+node_pki() {
+  cert "kubelet-$1" "/O=system:nodes/CN=system:node:$1" clientAuth
+  kubeconfig "$NODES_DIR/$1/kubelet.kubeconfig" "kubelet-$1" "system:node:$1" "$NODE_APISERVER_URL"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Shows whether the local cluster runs: each recorded process with its PID, CPU time and
-# RSS, the S3 server's endpoint, then the node. Exit status 0 when the apiserver and kubelet are alive.
+# RSS, the S3 server's endpoint, then the nodes. Exit status 0 when the apiserver and kubelet are alive.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -21,7 +21,9 @@ if [[ -f $S3_ENV ]]; then
     "bucket $(grep -h '^STEWARD_S3_BUCKET=' "$S3_ENV" | cut -d= -f2-) (credentials: $S3_ENV)"
   echo
 fi
-kctl get nodes -o wide 2>&1 || true
+"$ROOT/hack/localkube/node.sh" list 2>&1 || true
+echo
+kctl get nodes -L topology.kubernetes.io/zone -o wide 2>&1 || true
 echo
 echo "export KUBECONFIG=$KUBECONFIG_ADMIN"
 cluster_running

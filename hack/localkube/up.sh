@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Starts the local single-node Kubernetes from the binaries build.sh made, all state in
-# _out/localkube/. Returns once the node is Ready, DNS answers, the default StorageClass
-# and the `default` ServiceAccount exist. Refuses to start twice; stop with down.sh.
+# Starts the local Kubernetes from the binaries build.sh made, all state in _out/localkube/:
+# a control plane on the host and NODES nodes (default 1; the e2e suite takes 3), each in its
+# own network namespace and cgroup (nodes.sh), node K in zone ZONES[(K-1) % 3]. Returns once
+# every node is Ready, DNS answers, the StorageClasses and the `default` ServiceAccount exist.
+# Refuses to start twice; stop with down.sh.
 #
-# Order: the S3 server, control-plane etcd + containerd -> kube-apiserver -> image import ->
-# (apiserver ready) controller-manager, scheduler, kubelet, kube-proxy, CoreDNS, provisioner
-# -> waits (and the S3 server's bucket).
+# Order: the S3 server, control-plane etcd -> kube-apiserver -> (ready) controller-manager,
+# scheduler, the host's kube-proxy, CoreDNS, provisioner -> the nodes (containerd, images,
+# kubelet, kube-proxy each) -> waits (and the S3 server's bucket).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$ROOT/hack/localkube/pki.sh"
 source "$ROOT/hack/localkube/config.sh"
+source "$ROOT/hack/localkube/nodes.sh"
 
 need_root
 START=$SECONDS
+NODES=${NODES:-1}
+[[ $NODES =~ ^[1-9][0-9]?$ ]] || die "NODES=$NODES: want 1 to 99"
 
 preflight() {
   local n b
@@ -35,8 +40,8 @@ preflight() {
     command -v "$b" >/dev/null || die "$b is not installed: run hack/localkube/build.sh packages"
   done
   # A cluster of another checkout (same addresses) or anything else on our ports.
-  if [[ -n $(ss -ltnH "( sport = :$APISERVER_PORT or sport = :$ETCD_CLIENT_PORT or sport = :10250 or sport = :$S3_PORT )") ]]; then
-    die "ports $APISERVER_PORT/$ETCD_CLIENT_PORT/10250/$S3_PORT are in use (another local cluster?)"
+  if [[ -n $(ss -ltnH "( sport = :$APISERVER_PORT or sport = :$ETCD_CLIENT_PORT or sport = :$S3_PORT )") ]]; then
+    die "ports $APISERVER_PORT/$ETCD_CLIENT_PORT/$S3_PORT are in use (another local cluster?)"
   fi
   # Remains of a cluster whose processes were killed (a stopped session, a reboot without
   # cluster-down): clean them rather than make the user do it.
@@ -52,8 +57,10 @@ preflight() {
   fi
 }
 
-# Host networking: sysctls (old values saved for down.sh), the node and DNS addresses
-# on lo, and the Pod bridge created up front so the host routes to Pods from the start.
+# Host networking: sysctls (old values saved for down.sh), the control plane's and DNS
+# addresses on lo, and a bridge with no ports that holds the S3 server's address and anchors
+# the Service route (the host's kube-proxy rewrites Service addresses to Pod addresses, which
+# the nodes' routes then carry).
 setup_host() {
   mkdir -p "$LK"
   local k
@@ -66,7 +73,7 @@ setup_host() {
   ip addr add "$NODE_IP/32" dev lo
   ip addr add "$DNS_IP/32" dev lo
   ip link add "$BRIDGE" type bridge
-  ip addr add "$BRIDGE_IP/${POD_CIDR#*/}" dev "$BRIDGE"
+  ip addr add "$BRIDGE_IP/32" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   # Services too, via the bridge, whatever the host's default route is.
   ip route add "$SERVICE_CIDR" dev "$BRIDGE" src "$NODE_IP"
@@ -84,10 +91,6 @@ start_etcd() {
     --initial-cluster "localkube=http://127.0.0.1:$ETCD_PEER_PORT" \
     --listen-metrics-urls "" --unsafe-no-fsync --quota-backend-bytes 4294967296 \
     --log-level warn
-}
-
-start_containerd() {
-  start_proc containerd containerd --config "$LK/containerd/config.toml" --log-level warn
 }
 
 start_apiserver() {
@@ -157,23 +160,21 @@ start_nodes_and_addons() {
     --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
-    --service-cluster-ip-range "$SERVICE_CIDR" --allocate-node-cidrs=false --profiling=false --v=1
+    --service-cluster-ip-range "$SERVICE_CIDR" --allocate-node-cidrs=false --profiling=false \
+    --node-monitor-grace-period 24s --v=1
   start_proc kube-scheduler "$(kube_bin kube-scheduler)" \
     --kubeconfig "$LK/kubeconfigs/scheduler" \
     --authentication-kubeconfig "$LK/kubeconfigs/scheduler" \
     --authorization-kubeconfig "$LK/kubeconfigs/scheduler" \
     --bind-address 127.0.0.1 --leader-elect=false --profiling=false --v=1
-  start_proc kubelet "$(kube_bin kubelet)" --config "$LK/kubelet/config.yaml" \
-    --kubeconfig "$LK/kubeconfigs/kubelet" --root-dir "$LK/kubelet/root" \
-    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v=1
   start_proc kube-proxy "$(kube_bin kube-proxy)" --config "$LK/kube-proxy.yaml" --v=1
   start_proc coredns "$LK_BIN/coredns" -conf "$LK/Corefile"
-  start_proc provisioner "$LK_BIN/provisioner" -kubeconfig "$LK/kubeconfigs/addons" \
-    -base-dir "$LK/pv" -node-name "$NODE_NAME"
+  start_proc provisioner "$LK_BIN/provisioner" -kubeconfig "$LK/kubeconfigs/addons" -base-dir "$LK/pv"
 }
 
-node_ready() {
-  [[ $(kctl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
+all_nodes_ready() {
+  local n
+  for n in $(node_names); do node_ready "$n" || return 1; done
 }
 dns_answers() {
   curl -fsS "http://$DNS_IP:8181/ready" >/dev/null &&
@@ -186,25 +187,22 @@ main() {
   log "starting the cluster in $LK"
   setup_host
   make_pki
-  write_containerd_config
-  write_kubelet_config
-  write_kube_proxy_config
+  write_kube_proxy_config "$LK/kube-proxy.yaml" host "$LK/kubeconfigs/kube-proxy"
   write_corefile
 
   start_s3
   start_etcd
-  start_containerd
   wait_for "control-plane etcd" 30 curl -fsS "http://127.0.0.1:$ETCD_CLIENT_PORT/health"
   start_apiserver
-  wait_for containerd 30 ctr --address "$CONTAINERD_SOCK" version
-  "$ROOT/hack/localkube/load-images.sh"
   wait_for "kube-apiserver /readyz" 90 apiserver_ready
   start_nodes_and_addons
   storageclass_manifest | kctl apply -f - >/dev/null
+  local i
+  for ((i = 0; i < NODES; i++)); do node_add >/dev/null; done
 
-  wait_for "node $NODE_NAME Ready" 120 node_ready
+  wait_for "$NODES node(s) Ready" 120 all_nodes_ready
   wait_for "default ServiceAccount" 60 kctl get serviceaccount default -n default
-  wait_for "default StorageClass" 30 kctl get storageclass standard
+  wait_for "StorageClasses" 30 kctl get storageclass standard network expandable
   wait_for "cluster DNS" 60 dns_answers
   wait_for "S3 server $S3_ENDPOINT" 30 s3_ready
   s3_create_bucket
@@ -213,6 +211,7 @@ main() {
 
   export KUBECONFIG=$KUBECONFIG_ADMIN
   kubectl get nodes        # kubectl: $(kube_bin kubectl)
+  hack/localkube/node.sh   # add, stop, start, freeze, cut, delete nodes
   cat $S3_ENV    # the S3 server (for Pods and the host): endpoint, bucket, credentials
   make cluster-down        # stops it and removes all of $LK
 

@@ -42,7 +42,7 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 	}
 	if a.Disruption != nil {
 		if a.Kind == plan.RemoveMember && m != nil {
-			if err := r.writePhase(ctx, m, stewardv1.MemberRemoving, m.Status.ID, a.Replacing); err != nil {
+			if err := r.writePhaseElsewhere(ctx, m, stewardv1.MemberRemoving, m.Status.ID, a.Replacing, a.ReplacedElsewhere); err != nil {
 				return err
 			}
 		}
@@ -105,6 +105,10 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.setPhase(ctx, m, stewardv1.MemberPending, "")
 	case plan.DeleteMember:
 		return client.IgnoreNotFound(r.Client.Delete(ctx, m))
+	case plan.DetachMember:
+		// Like a quorum recovery's dropped member: the PVC is kept, detached, its ordinal reserved.
+		r.event(ec, corev1.EventTypeNormal, string(a.Reason), "%s", a.Message)
+		return r.discardMember(ctx, ec, o, m.Name)
 	case plan.FinalizeMember:
 		return r.removeFinalizer(ctx, m)
 	case plan.MoveLeader:
@@ -246,8 +250,23 @@ func (r *EtcdClusterReconciler) setPhase(ctx context.Context, m *stewardv1.EtcdM
 // (replacing=true), kept through the member's rebirth, and cleared once it is Running again.
 func (r *EtcdClusterReconciler) writePhase(ctx context.Context, m *stewardv1.EtcdMember, phase stewardv1.MemberPhase,
 	id string, replacing bool) error {
+	return r.writePhaseElsewhere(ctx, m, phase, id, replacing, "")
+}
+
+// writePhaseElsewhere is writePhase that can also record, with the intent, that the member is
+// replaced elsewhere under a new name (a node loss: status.replacedElsewhere), kept until the
+// member is dropped, and cleared when it is Running again (a replacement withdrawn).
+func (r *EtcdClusterReconciler) writePhaseElsewhere(ctx context.Context, m *stewardv1.EtcdMember, phase stewardv1.MemberPhase,
+	id string, replacing bool, elsewhere string) error {
 	replacing = phase != stewardv1.MemberRunning && (replacing || m.Status.Replacing)
-	if m.Status.Phase == phase && m.Status.ID == id && m.Status.PhaseSince != nil && m.Status.Replacing == replacing {
+	if elsewhere == "" {
+		elsewhere = m.Status.ReplacedElsewhere
+	}
+	if phase == stewardv1.MemberRunning {
+		elsewhere = ""
+	}
+	if m.Status.Phase == phase && m.Status.ID == id && m.Status.PhaseSince != nil && m.Status.Replacing == replacing &&
+		m.Status.ReplacedElsewhere == elsewhere {
 		return nil
 	}
 	base := m.DeepCopy()
@@ -255,7 +274,7 @@ func (r *EtcdClusterReconciler) writePhase(ctx context.Context, m *stewardv1.Etc
 		now := metav1.NewTime(r.now())
 		m.Status.PhaseSince = &now
 	}
-	m.Status.Phase, m.Status.ID, m.Status.Replacing = phase, id, replacing
+	m.Status.Phase, m.Status.ID, m.Status.Replacing, m.Status.ReplacedElsewhere = phase, id, replacing, elsewhere
 	return r.Client.Status().Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 

@@ -53,6 +53,9 @@ type EtcdClusterReconciler struct {
 	Metrics *metrics.Recorder
 	// Clock returns the time; nil means time.Now. Tests inject their own.
 	Clock func() time.Time
+	// MetricsURL says where a member Pod's etcd serves its metrics; nil means its Pod IP on
+	// resources.MetricsPort. Tests point it at their own etcd.
+	MetricsURL func(p *corev1.Pod) string
 	// Image returns the Steward image: member Pods start etcd through its data check, a restored
 	// seed runs its fetch. nil only in tests (etcd then starts directly, unchecked); an error holds
 	// every Pod start (Facts.ImageHold).

@@ -77,6 +77,13 @@ func (r *EtcdClusterReconciler) SyncMemberStatus(ctx context.Context, members []
 	return r.syncMemberStatus(ctx, o, d)
 }
 
+// NodeFactsFor runs the node reads of a reconcile over the given members, Pods and PVCs.
+func (r *EtcdClusterReconciler) NodeFactsFor(ctx context.Context, members []plan.Member, pods map[string]*corev1.Pod,
+	pvcs map[string]*corev1.PersistentVolumeClaim) []plan.Member {
+	r.nodeFacts(ctx, r.reader(), members, pods, pvcs)
+	return members
+}
+
 // PrepareEvictionJudged carries out a planned PrepareEviction's effects, as the Disrupter does
 // once its check passed: the drain (with short waits), then the mark on the Pod.
 func (r *EtcdClusterReconciler) PrepareEvictionJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod) error {

@@ -85,8 +85,9 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		o.members[m.Name] = m
 		pm := plan.Member{
 			Name: m.Name, Ordinal: m.Spec.Ordinal, Phase: m.Status.Phase, ID: m.Status.ID, Replacing: m.Status.Replacing,
-			PeerURL:  resources.PeerURL(ec, m.Name),
-			Deleting: m.DeletionTimestamp != nil, Template: m.Spec.Template,
+			ReplacedElsewhere: m.Status.ReplacedElsewhere,
+			PeerURL:           resources.PeerURL(ec, m.Name),
+			Deleting:          m.DeletionTimestamp != nil, Template: m.Spec.Template,
 			Pod: r.podFacts(ec, m, o.pods[m.Name]), PVC: pvcFacts(o.pvcs[resources.PVCName(m.Name)], ec, resizable),
 		}
 		if p := o.pods[m.Name]; p != nil && p.Status.PodIP != "" && p.DeletionTimestamp == nil {
@@ -104,10 +105,11 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	slices.SortFunc(f.Members, func(a, b plan.Member) int { return int(a.Ordinal - b.Ordinal) })
 	f.Etcd = r.etcdFacts(ctx, ec, o)
 	f.EtcdClusterID = o.clusterID
-	if !f.Etcd.MemberListKnown() {
-		// Quorum is in doubt: what the members' nodes say is evidence (internal/evidence).
-		r.nodeFacts(ctx, f.Members, o.pods)
-	}
+	r.nodeZones(ctx, f.Members)
+	// What the members' nodes say is evidence (internal/evidence): of a quorum in doubt, and with
+	// etcd's leader's view of each member, of a node loss.
+	r.nodeFacts(ctx, kube, f.Members, o.pods, o.pvcs)
+	r.peerViews(ctx, o, &f)
 	o.facts = f
 	return o, nil
 }
@@ -133,7 +135,8 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		ForceNewCluster: p.Annotations[stewardv1.AnnotationForceNewCluster] == "true",
 		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
 		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom],
-		EvictionRequested: eviction.RequestedAt(p), EvictionPrepared: eviction.Marked(p)}
+		EvictionRequested: eviction.RequestedAt(p), EvictionPrepared: eviction.Marked(p),
+		Node: p.Spec.NodeName}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time
 	}

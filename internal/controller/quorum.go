@@ -24,6 +24,7 @@ func setRecoveryStatus(s *stewardv1.EtcdClusterStatus, d plan.Decision) {
 	if qr == nil {
 		qr = &stewardv1.QuorumRecoveryStatus{}
 	}
+	s.NodeLoss = d.NodeLoss
 	qr.LostSince, qr.Observer, qr.Plan = d.LostSince, d.LostObserver, d.RecoveryPlan
 	if qr.LostSince == nil && qr.Plan == nil && qr.InProgress == nil && qr.Last == nil {
 		qr = nil

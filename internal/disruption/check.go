@@ -39,6 +39,11 @@ const (
 	// Defragment asks the member to defragment its backend: it keeps its data and its place, but
 	// serves no read or write until done, so it counts as down like a restart.
 	Defragment Kind = "Defragment"
+	// ReplaceLost is a Replace of a member lost with its node (or its node-local volume's node):
+	// removed from etcd first, its successor joins under a new name elsewhere. It needs etcd's own
+	// evidence of the loss on the very read it acts on (Member.Lost), so a member that came back
+	// between the plan and the act is not removed.
+	ReplaceLost Kind = "ReplaceLost"
 	// Fence deletes a Pod during a quorum recovery: every member but the survivor is fenced, and
 	// the survivor itself restarts twice (with --force-new-cluster, then without). Quorum is
 	// already lost, so no member serves and one-at-a-time has nothing left to protect; the
@@ -78,6 +83,9 @@ type Member struct {
 	// Evicting is true while the member is prepared for an eviction (out of the client Service,
 	// waiting for Kubernetes to evict its Pod): it is disrupted even though its etcd still serves.
 	Evicting bool
+	// Lost: etcd's leader does not hear the member and its node (or its volume's node) is lost,
+	// long enough for spec.nodeLoss (internal/evidence.JudgeNodeLoss): ReplaceLost may take it.
+	Lost bool
 }
 
 // undisrupted: the member counts towards what the cluster can lose: a voter etcd reports healthy and
@@ -153,6 +161,11 @@ func Check(c Cluster, r Request) error {
 			return refuse(ReasonQuorumShown, r, v.Name, "etcd shows quorum again: the recovery is abandoned, not carried on")
 		}
 		return nil
+	case ReplaceLost:
+		if !v.Lost {
+			return refuse(ReasonLossNotShown, r, v.Name, "etcd's evidence that %s is lost with its node is gone: it is not replaced", v.Name)
+		}
+		return checkMember(c, r, v)
 	case Restart, RestartContainer, Remove, Replace, Defragment, Evict:
 		return checkMember(c, r, v)
 	}
@@ -229,7 +242,7 @@ func checkMember(c Cluster, r Request, v Member) error {
 }
 
 func checkSingle(c Cluster, r Request, v Member) error {
-	if r.Kind == Replace && c.Medium == stewardv1.StorageMediumMemory {
+	if (r.Kind == Replace || r.Kind == ReplaceLost) && c.Medium == stewardv1.StorageMediumMemory {
 		return refuse(ReasonMemoryDataWouldBeLost, r, v.Name,
 			"%s is the only member and keeps its data in memory: replacing it would lose all data", v.Name)
 	}
@@ -247,7 +260,7 @@ func checkSingle(c Cluster, r Request, v Member) error {
 		return refuse(ReasonSingleMemberNeedsOptIn, r, v.Name,
 			"%s is the only member: restarting it is a full outage; set spec.updateStrategy.allowDowntime to accept it", v.Name)
 	}
-	if r.Kind == Remove || r.Kind == Replace {
+	if r.Kind == Remove || r.Kind == Replace || r.Kind == ReplaceLost {
 		return refuse(ReasonLastMember, r, v.Name, "%s is the only voter; etcd cannot remove its last member", v.Name)
 	}
 	if c.Medium == stewardv1.StorageMediumDefault && c.AllowDowntime {

@@ -76,7 +76,7 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 	switch r.Kind {
 	case Restart, Dormant, Fence:
 		err = d.effects.DeletePod(ctx, v.Name)
-	case Remove, Replace:
+	case Remove, Replace, ReplaceLost:
 		if !v.Voter && !v.Learner {
 			return nil // already gone: MemberRemove happened before a crash (invariant 5)
 		}
@@ -124,5 +124,6 @@ func (d *Disrupter) DeletePVC(ctx context.Context, c Cluster, member string) err
 // quorum recovery (nobody is served), Dormant stops the whole cluster, DeleteData follows a
 // removal (the member left etcd already).
 func drains(k Kind) bool {
-	return k == Restart || k == RestartContainer || k == Remove || k == Replace || k == Defragment || k == Evict
+	return k == Restart || k == RestartContainer || k == Remove || k == Replace || k == ReplaceLost || k == Defragment ||
+		k == Evict
 }

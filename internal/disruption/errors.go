@@ -23,6 +23,7 @@ const (
 	ReasonNotAMember             Reason = "NotAMember"
 	ReasonNoQuorumRecovery       Reason = "NoQuorumRecovery"
 	ReasonQuorumShown            Reason = "QuorumShown"
+	ReasonLossNotShown           Reason = "LossNotShown"
 )
 
 // Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
@@ -76,6 +77,7 @@ var (
 	ErrNotMember         = &Refusal{Reason: ReasonNotAMember}
 	ErrNoRecovery        = &Refusal{Reason: ReasonNoQuorumRecovery}
 	ErrQuorumShown       = &Refusal{Reason: ReasonQuorumShown}
+	ErrLossNotShown      = &Refusal{Reason: ReasonLossNotShown}
 )
 
 func refuse(reason Reason, r Request, member, format string, args ...any) *Refusal {

@@ -41,6 +41,7 @@ var (
 	Unreachable        = Def{"steward_cluster_members_unreachable", Gauge, "1 while the operator cannot reach members it needs to judge quorum (condition Available, reason MembersUnreachable): no recovery runs on that.", withLabels()}
 	Leader             = Def{"steward_cluster_leader", Gauge, "1 for the member that leads, as status reports it.", withLabels("member")}
 	LeaderChanges      = Def{"steward_cluster_leader_changes_total", Counter, "Leader changes the operator observed between reconciles.", withLabels()}
+	PlacementAtRisk    = Def{"steward_cluster_placement_at_risk", Gauge, "1 while condition PlacementAtRisk is True: two voters share a node, or one zone holds a majority of them.", withLabels()}
 	RolloutPending     = Def{"steward_rollout_pending_members", Gauge, "Outdated members still to roll (status.rollout.pending plus the one rolling).", withLabels()}
 	StepSeconds        = Def{"steward_rollout_step_seconds", Gauge, "Seconds the current step (status.lastStep) has been under way.", withLabels("action")}
 	Actions            = Def{"steward_actions_total", Counter, "Steps the operator applied, by action.", withLabels("action")}
@@ -58,7 +59,7 @@ var (
 )
 
 // Catalog is every metric, in the order docs/metrics.md lists them.
-var Catalog = []Def{Members, QuorumHealthy, Unreachable, Leader, LeaderChanges, RolloutPending, StepSeconds, Actions, Disruptions,
+var Catalog = []Def{Members, QuorumHealthy, Unreachable, Leader, LeaderChanges, PlacementAtRisk, RolloutPending, StepSeconds, Actions, Disruptions,
 	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady, APIRequests}
 
 // WriteDoc writes docs/metrics.md from the catalog.

@@ -175,6 +175,9 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 				emit(CertificateExpiry, float64(c.NotAfter.Unix()), c.Name)
 			}
 		}
+		if c := meta.FindStatusCondition(s.Conditions, "PlacementAtRisk"); c != nil {
+			emit(PlacementAtRisk, boolFloat(c.Status == metav1.ConditionTrue))
+		}
 		if c := meta.FindStatusCondition(s.Conditions, "BackupReady"); c != nil {
 			emit(BackupReady, boolFloat(c.Status == metav1.ConditionTrue))
 		}

@@ -38,9 +38,10 @@ func status(leader string) *stewardv1.EtcdClusterStatus {
 			{Name: "db-1", Role: roleOf("db-1", leader), Ready: true},
 			{Name: "db-2", Role: stewardv1.RoleLearner},
 		},
-		Conditions: []metav1.Condition{{Type: "Available", Status: metav1.ConditionTrue}},
-		Rollout:    &stewardv1.RolloutStatus{Member: "db-1", Pending: []string{"db-0"}},
-		TLS:        &stewardv1.TLSStatus{CANotAfter: ptr.To(metav1.NewTime(time.Unix(2000000000, 0)))},
+		Conditions: []metav1.Condition{{Type: "Available", Status: metav1.ConditionTrue},
+			{Type: "PlacementAtRisk", Status: metav1.ConditionTrue, Reason: "MembersShareNode"}},
+		Rollout: &stewardv1.RolloutStatus{Member: "db-1", Pending: []string{"db-0"}},
+		TLS:     &stewardv1.TLSStatus{CANotAfter: ptr.To(metav1.NewTime(time.Unix(2000000000, 0)))},
 		Backup: &stewardv1.BackupSummary{LastSuccessfulBackup: &stewardv1.BackupRef{Name: "b", Revision: 42,
 			Time: ptr.To(metav1.NewTime(time.Unix(1800000000, 0)))}},
 	}
@@ -82,6 +83,9 @@ steward_member_alarm{alarm="NOSPACE",cluster="db",member="db-0",namespace="ns"} 
 # HELP steward_member_quota_used_ratio Backend size over the quota (0 to 1; NOSPACE at 1).
 # TYPE steward_member_quota_used_ratio gauge
 steward_member_quota_used_ratio{cluster="db",member="db-0",namespace="ns"} 0.5
+# HELP steward_cluster_placement_at_risk 1 while condition PlacementAtRisk is True: two voters share a node, or one zone holds a majority of them.
+# TYPE steward_cluster_placement_at_risk gauge
+steward_cluster_placement_at_risk{cluster="db",namespace="ns"} 1
 # HELP steward_rollout_pending_members Outdated members still to roll (status.rollout.pending plus the one rolling).
 # TYPE steward_rollout_pending_members gauge
 steward_rollout_pending_members{cluster="db",namespace="ns"} 2
@@ -98,7 +102,7 @@ steward_backup_last_success_revision{cluster="db",namespace="ns"} 42
 # TYPE steward_ca_expiry_timestamp_seconds gauge
 steward_ca_expiry_timestamp_seconds{cluster="db",namespace="ns"} 2e+09
 `
-	names := []string{Members.Name, Leader.Name, LeaderChanges.Name, Alarm.Name, QuotaUsed.Name, RolloutPending.Name,
+	names := []string{Members.Name, Leader.Name, LeaderChanges.Name, Alarm.Name, QuotaUsed.Name, PlacementAtRisk.Name, RolloutPending.Name,
 		Disruptions.Name, GateFailures.Name, BackupLastRevision.Name, CAExpiry.Name}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), names...); err != nil {
 		t.Error(err)

@@ -89,6 +89,11 @@ const (
 	StartRecovery Kind = "StartRecovery"
 	// RecoveryStep records the recovery's next Stage in status before it acts.
 	RecoveryStep Kind = "RecoveryStep"
+	// DetachMember drops a member replaced elsewhere after a node loss, once it left etcd, its Pod
+	// was deleted and its successor created: its PVC is detached and kept like DiscardMember's (its
+	// ordinal stays reserved), its finalizer released and the EtcdMember deleted. Its Pod may still
+	// be Terminating on a lost node; it is never force-deleted.
+	DetachMember Kind = "DetachMember"
 	// DiscardMember drops a member a quorum recovery left behind: its PVC is detached (owner and
 	// cluster label removed, labelled etcd.steward.dev/discarded-from) and kept; the EtcdMember goes.
 	DiscardMember Kind = "DiscardMember"
@@ -130,6 +135,9 @@ type Action struct {
 	// records status.replacing with the phase, before the removal, and clears it once the member is
 	// Running again.
 	Replacing bool
+	// ReplacedElsewhere (RemoveMember): the member is replaced under a new name after a node loss;
+	// the controller records it (status.replacedElsewhere) with the phase, before the removal.
+	ReplacedElsewhere string
 	// Alarm (DisarmAlarm) is the alarm type to disarm; "" means NOSPACE.
 	Alarm string
 	// Recovery (StartRecovery) is the recovery to record; Stage (RecoveryStep) its next stage.
@@ -176,6 +184,6 @@ func wait(reason Reason, format string, args ...any) Action {
 
 func (a Action) disrupting(kind disruption.Kind) Action {
 	a.Disruption = &disruption.Request{Kind: kind, Victim: a.Member}
-	a.Replacing = kind == disruption.Replace
+	a.Replacing = kind == disruption.Replace || kind == disruption.ReplaceLost
 	return a
 }

@@ -101,6 +101,12 @@ const (
 	// ReasonMembersUnreachable: the operator cannot reach enough members to know whether etcd has
 	// quorum (or etcd shows quorum and the operator reaches too few to act); never a recovery.
 	ReasonMembersUnreachable Reason = "MembersUnreachable"
+	// Node loss (issue 25): a member replaced on another node, a replacement waiting for its
+	// evidence to last, one withdrawn because the evidence went before the removal.
+	ReasonMemberNodeLost     Reason = "MemberNodeLost"
+	ReasonReplacingElsewhere Reason = "ReplacingElsewhere"
+	ReasonWaitingForNodeLoss Reason = "WaitingForNodeLoss"
+	ReasonNodeLossWithdrawn  Reason = "NodeLossWithdrawn"
 	// ReasonPreparingEviction: a member whose eviction was asked for (a node drain) is being prepared
 	// (leadership moved, out of the client Service); ReasonWaitingForEviction: it is prepared and
 	// Kubernetes has yet to evict it.
@@ -193,6 +199,9 @@ type Decision struct {
 	// DropRecoverAnnotation says why the recover-quorum annotation is to be removed (refused or
 	// not needed); the controller removes it with an Event saying so. "" keeps it.
 	DropRecoverAnnotation string
+	// NodeLoss is status.nodeLoss: since when each member's node loss (etcd's silence, a cordon)
+	// has been seen.
+	NodeLoss []stewardv1.MemberNodeLoss
 }
 
 // Condition returns the condition of the given type.

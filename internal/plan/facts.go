@@ -84,6 +84,11 @@ type Member struct {
 	PhaseSince time.Time
 	// Replacing is the member's status.replacing: removed to be replaced, not a voter again yet.
 	Replacing bool
+	// ReplacedElsewhere is the member's status.replacedElsewhere: why it is replaced on another
+	// node under a new name (a node loss); "" otherwise.
+	ReplacedElsewhere string
+	// Nodes are its Pod's node, its volume's node and etcd's leader's view of it (node loss).
+	Nodes NodeFacts
 	// Deleting is true when the EtcdMember has a deletion timestamp: a scale-down is under way and
 	// the member's finalizer waits for the plan to remove it from etcd and delete its Pod and PVC.
 	Deleting bool
@@ -160,6 +165,9 @@ type Pod struct {
 	NodeReady bool
 	// NodeGone: the Pod's Node is deleted or tainted node.kubernetes.io/out-of-service.
 	NodeGone bool
+	// Node is the node the Pod is scheduled on ("" until it is); Zone is that node's
+	// topology.kubernetes.io/zone label ("" when it has none or was not read).
+	Node, Zone string
 	// Generation is the Pod's metadata.generation; ReadyObservedGeneration is the generation its
 	// Ready condition was computed for (0 when the kubelet does not say).
 	Generation, ReadyObservedGeneration int64

@@ -9,7 +9,7 @@ func Kinds() []Kind {
 	return []Kind{Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner,
 		RecordPhase, RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader,
 		RestartContainer, ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact,
-		DisarmAlarm, StartRecovery, RecoveryStep, DiscardMember, FinishRecovery, AbortRecovery, PrepareEviction, ExpandPVC}
+		DisarmAlarm, StartRecovery, RecoveryStep, DetachMember, DiscardMember, FinishRecovery, AbortRecovery, PrepareEviction, ExpandPVC}
 }
 
 // Acts: the kind changes something (Nothing and Wait do not).
@@ -25,7 +25,7 @@ func (k Kind) NeedsMember() bool {
 		return false
 	case BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
-		PatchPodMetadata, Defragment, RecordDefragmentation, DiscardMember, ExpandPVC, PrepareEviction:
+		PatchPodMetadata, Defragment, RecordDefragmentation, DiscardMember, ExpandPVC, DetachMember, PrepareEviction:
 		return true
 	}
 	return true
@@ -45,7 +45,7 @@ func (k Kind) StartsMember() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
 		PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, StartRecovery, RecoveryStep,
-		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, PrepareEviction:
+		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, DetachMember, PrepareEviction:
 		return false
 	}
 	return false
@@ -64,7 +64,7 @@ func (k Kind) Disrupts() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, ResizePod, RecordTemplate, PatchPodMetadata,
 		RecordDefragmentation, Compact, DisarmAlarm, StartRecovery, RecoveryStep, DiscardMember, FinishRecovery,
-		AbortRecovery, ExpandPVC:
+		AbortRecovery, ExpandPVC, DetachMember:
 		return false
 	}
 	return false
@@ -79,7 +79,7 @@ func (k Kind) Recovery() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer,
 		ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, ExpandPVC,
-		PrepareEviction:
+		DetachMember, PrepareEviction:
 		return false
 	}
 	return false

@@ -72,6 +72,7 @@ func TestKindProperties(t *testing.T) {
 		DisarmAlarm:           {acts: true},
 		StartRecovery:         {acts: true, recovery: true},
 		RecoveryStep:          {acts: true, recovery: true},
+		DetachMember:          {acts: true, member: true},
 		DiscardMember:         {acts: true, member: true, recovery: true},
 		FinishRecovery:        {acts: true, recovery: true},
 		AbortRecovery:         {acts: true, recovery: true},

@@ -5,6 +5,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/evidence"
 	"github.com/etcd-steward/steward/internal/health"
 )
 
@@ -16,7 +17,8 @@ func (v *view) halfDoneStep(notes) outcome {
 	a, ok, waiting := v.halfDoneMembership()
 	if !ok {
 		for _, m := range v.members {
-			if m.inEtcd() && m.Pod.Exists && m.Pod.Deleting {
+			// A Pod terminating on a lost node is the node loss step's: it replaces the member.
+			if m.inEtcd() && m.Pod.Exists && m.Pod.Deleting && v.loss(m).Kind == evidence.NoLoss {
 				a, ok = v.terminating(m), true
 				break
 			}
@@ -152,6 +154,9 @@ func (v *view) removals() (_ Action, _ bool, waiting *Action) {
 		m := v.members[i]
 		if !m.Deleting && m.Phase != stewardv1.MemberRemoving {
 			continue
+		}
+		if m.ReplacedElsewhere != "" && !m.Deleting {
+			return v.replacedElsewhere(m), true, waiting
 		}
 		if !m.inEtcd() {
 			return v.cleanUp(m), true, waiting

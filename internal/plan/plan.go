@@ -138,6 +138,9 @@ func (v *view) disrupt(a Action, kind disruption.Kind) (res Action, blocked bool
 // recovery shows in no Kubernetes object it watches.
 // A roll that is blocked until the user acts is a Wait too, with the reason.
 func (v *view) settle(before notes) outcome {
+	if before.nodeLossWait != nil {
+		return decided(*before.nodeLossWait)
+	}
 	if r := v.gate(); !r.Passed() {
 		return decided(wait(ReasonWaitingForHealth, "waiting for the cluster to recover: %s", r))
 	}

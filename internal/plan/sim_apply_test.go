@@ -100,6 +100,12 @@ func (w *world) apply(f Facts, a Action) {
 		w.disrupt(f, a)
 	case StartRecovery, RecoveryStep, AbortRecovery, FinishRecovery, DiscardMember, RecordDefragmentation:
 		w.applyEvidence(m, a)
+	case DetachMember:
+		// A member replaced after a node loss: out of etcd first, its PVC kept (its ordinal reserved).
+		if w.entry(m) != nil {
+			w.violate("detached %s while it is in etcd", m.name)
+		}
+		w.applyEvidence(m, Action{Kind: DiscardMember, Member: a.Member})
 	case Compact:
 		w.compacted(a)
 		w.events = append(w.events, event{step: w.step, kind: a.Kind, reason: a.Reason})

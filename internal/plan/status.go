@@ -50,8 +50,9 @@ func (v *view) fillStatus(d *Decision, found notes) {
 	q := v.quorumEvidence()
 	d.LostSince, d.LostObserver, d.RecoveryPlan = v.recoveryStatus(q)
 	d.DropRecoverAnnotation = v.dropRecoverAnnotation(q)
+	d.NodeLoss = v.nodeLossRecords()
 	d.Conditions = []metav1.Condition{v.availableCondition(q), v.progressing(d), v.degraded(d), v.rollingUpdate(d, found),
-		v.recoveryCondition(d.RecoveryPlan, q)}
+		v.recoveryCondition(d.RecoveryPlan, q), v.placementCondition()}
 }
 
 func (v *view) memberStatus(m *memberView) stewardv1.MemberStatus {
@@ -68,6 +69,9 @@ func (v *view) memberStatus(m *memberView) stewardv1.MemberStatus {
 		s.Role = stewardv1.RoleFollower
 	}
 	s.Ready = m.readyVoter()
+	if m.Pod.Exists {
+		s.Node, s.Zone = m.Pod.Node, m.Pod.Zone
+	}
 	if m.ep != nil {
 		s.Version = m.ep.Version
 	}
@@ -235,7 +239,12 @@ func (v *view) degraded(d *Decision) metav1.Condition {
 		reason, msgs = ReasonCorruptionNeedsHuman, append(msgs, d.Action.Message)
 	}
 	for _, m := range v.active() {
+		l := v.loss(m)
 		switch {
+		case l.Kind != evidence.NoLoss:
+			add(lossReason(l), m.Name, firstNonEmpty(l.Waiting(v.f.Now), l.Why+"; replacing it on another node"))
+		case m.released():
+			add(ReasonReplacingElsewhere, m.Name, "removed from etcd and being replaced under a new name ("+m.ReplacedElsewhere+")")
 		case m.Phase == stewardv1.MemberPending && !m.inEtcd():
 			// Not created in etcd yet: progress, not damage.
 		case !m.Pod.Exists:
@@ -307,4 +316,12 @@ func (v *view) rollingUpdate(d *Decision, found notes) metav1.Condition {
 		return cond(ConditionRollingUpdate, true, ReasonRollingMember, "%s; outdated: %s", a.Message, outdated)
 	}
 	return cond(ConditionRollingUpdate, true, ReasonWaitingForHealth, "%s; outdated: %s", a.Message, outdated)
+}
+
+// lossReason is the Degraded reason for a member's node-loss verdict.
+func lossReason(l evidence.NodeLoss) Reason {
+	if l.Kind == evidence.NodeDeletedHeard || l.Kind == evidence.Unproven {
+		return ReasonWaitingForNodeLoss
+	}
+	return ReasonMemberNodeLost
 }

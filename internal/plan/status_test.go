@@ -132,8 +132,8 @@ func TestConditions(t *testing.T) {
 					t.Errorf("%s = %s %s %q; want %s %s ~%q", w.typ, c.Status, c.Reason, c.Message, w.status, w.reason, w.message)
 				}
 			}
-			if len(d.Conditions) != 5 {
-				t.Errorf("%d conditions, want Available, Progressing, Degraded, RollingUpdate, QuorumRecovery", len(d.Conditions))
+			if len(d.Conditions) != 6 {
+				t.Errorf("%d conditions, want Available, Progressing, Degraded, RollingUpdate, QuorumRecovery, PlacementAtRisk", len(d.Conditions))
 			}
 		})
 	}

@@ -26,6 +26,9 @@ type notes struct {
 	// removalWait: a removal the chokepoint refused for now; it is reported once no repair, which
 	// is what it usually waits for, runs first.
 	removalWait *Action
+	// nodeLossWait: a member lost with its node (or its volume's node) whose replacement is not
+	// due yet, or not proven by etcd; settle reports it.
+	nodeLossWait *Action
 	// adoptRefused: the spec differs from the target, nothing is in flight, and still it cannot be
 	// adopted: a member could not take the version step. Plan fills it from the facts (not from
 	// whichever step looked), so status says it whatever step decided.
@@ -39,6 +42,9 @@ func (n *notes) merge(o notes) {
 	}
 	if n.removalWait == nil {
 		n.removalWait = o.removalWait
+	}
+	if n.nodeLossWait == nil {
+		n.nodeLossWait = o.nodeLossWait
 	}
 }
 
@@ -93,6 +99,7 @@ func (v *view) steps() []step {
 		{"corruption", "CORRUPT: replace the member the voters' hashes outvote", plain(v.corruption)},
 		{"adopt", "adopt a spec change into status.observed, only at a safe point", plain(v.adopt)},
 		{"repair", "repair one failed member (data lost, memory Pod Failed, crash loop, stuck learner)", plain(v.repair)},
+		{"nodeLoss", "replace one member lost with its node, or with its node-local volume's node, elsewhere under a new name", v.nodeLoss},
 		{"noSpace", "NOSPACE: compact, defragment one member at a time, disarm", plain(v.noSpace)},
 		{"pending", "add a pending member (a learner's Pod, then its promotion)", plain(v.pending)},
 		{"waitingRemoval", "report the removal the chokepoint refused for now", v.waitingRemoval},

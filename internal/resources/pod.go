@@ -90,9 +90,9 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 			ImagePullSecrets:              slices.Clone(t.ImagePullSecrets),
 			NodeSelector:                  maps.Clone(t.NodeSelector),
 			Tolerations:                   slices.Clone(t.Tolerations),
-			TopologySpreadConstraints:     slices.Clone(t.TopologySpreadConstraints),
+			TopologySpreadConstraints:     topologySpread(ec.Name, t),
 			PriorityClassName:             t.PriorityClassName,
-			Affinity:                      affinity(ec.Name, t),
+			Affinity:                      affinity(t),
 			SecurityContext:               RestrictedPod(),
 			Containers: []corev1.Container{{
 				Name:      "etcd",
@@ -163,23 +163,6 @@ func dataVolume(member string, t *stewardv1.MemberTemplate) corev1.Volume {
 	}
 	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(member)},
-	}}
-}
-
-// affinity is the template's, or by default a preference to put members of one cluster on
-// different nodes (preferred, so a single-node cluster still schedules).
-func affinity(cluster string, t *stewardv1.MemberTemplate) *corev1.Affinity {
-	if t.Affinity != nil {
-		return t.Affinity.DeepCopy()
-	}
-	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-			Weight: 100,
-			PodAffinityTerm: corev1.PodAffinityTerm{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: SelectorLabels(cluster)},
-				TopologyKey:   corev1.LabelHostname,
-			},
-		}},
 	}}
 }
 

@@ -112,9 +112,6 @@ func TestPodPVCMember(t *testing.T) {
 	if pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks {
 		t.Error("service links must be off: etcd parses ETCD_* environment variables as flags")
 	}
-	if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
-		t.Error("no default anti-affinity")
-	}
 	// The template's maps are copied, not shared: mutating the Pod must not edit the spec.
 	pod.Labels["team"] = "b"
 	if ec.Spec.PodMetadata.Labels["team"] != "a" {

@@ -82,7 +82,8 @@ var clusterScoped = map[string]bool{
 	"storage.k8s.io storageclasses":             true,
 	"authentication.k8s.io tokenreviews":        true,
 	"authorization.k8s.io subjectaccessreviews": true,
-	"core nodes": true,
+	"core nodes":             true,
+	"core persistentvolumes": true,
 	// The eviction webhook's configuration, whose caBundle the certificate rotator fills.
 	"admissionregistration.k8s.io validatingwebhookconfigurations": true,
 }

@@ -36,11 +36,17 @@ type rollWatch struct {
 }
 
 func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
+	return watchRollOf(t, ns, name, func() []string { return memberNames(name, replicas) })
+}
+
+// watchRollOf is watchRoll for a cluster whose members change names (a replacement takes a new
+// ordinal): expected says which members there should be.
+func watchRollOf(t *testing.T, ns, name string, expected func() []string) *rollWatch {
 	w := &rollWatch{t: t, ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{})}
 	// 30% of the iterations on 4 shared keys (overwrite, read, delete, compare-and-swap) for
 	// the linearizability check; the rest write-once keys for the lost-write check.
 	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/", Contended: 0.3})
-	w.monitor = monitor(t, ns, name, func() []string { return memberNames(name, replicas) })
+	w.monitor = monitor(t, ns, name, expected)
 	pods, err := f.WatchPodTimes(ns, stewardv1.LabelCluster+"="+name, stewardv1.LabelVoter)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,11 @@
 // Command provisioner is the local cluster's dynamic PV provisioner: one
-// directory per PersistentVolume under -base-dir, exposed as a `local` PV
-// pinned to the node that asked for it, removed when the PV is released.
+// directory per PersistentVolume under -base-dir, exposed as a `local` PV,
+// removed when the PV is released. The StorageClass parameter `type` says
+// where the volume may be used: `node-local` (the default) pins it to the
+// node the scheduler chose, like a local SSD (its directory is
+// <base-dir>/<node>/..., deleted with the node by hack/localkube/node.sh);
+// `network` lets it follow the Pod to any node, like a network-attached
+// disk (every node of the local cluster sees the host's filesystem).
 //
 // Why `local` and not hostPath: the kubelet applies a Pod's fsGroup to local
 // volumes (as to block-backed CSI volumes on real clusters) and never to
@@ -33,26 +38,44 @@ import (
 
 type hostPathProvisioner struct {
 	baseDir string
-	// nodeName pins volumes when the claim was not scheduled first
-	// (volumeBindingMode Immediate).
-	nodeName string
 }
+
+// networkDir is the base directory's child holding volumes that follow the Pod.
+const networkDir = "_network"
 
 func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.ProvisionOptions) (*v1.PersistentVolume, controller.ProvisioningState, error) {
 	if opts.PVC.Spec.Selector != nil {
 		return nil, controller.ProvisioningFinished, errors.New("claim selectors are not supported")
 	}
-	dir := filepath.Join(p.baseDir, opts.PVC.Namespace+"_"+opts.PVC.Name+"_"+opts.PVName)
+	node := opts.SelectedNodeName
+	var dir string
+	var affinity v1.NodeSelectorRequirement
+	switch typ := opts.StorageClass.Parameters["type"]; typ {
+	case "", "node-local":
+		if node == "" {
+			return nil, controller.ProvisioningFinished, errors.New("node-local volumes need volumeBindingMode WaitForFirstConsumer")
+		}
+		dir = filepath.Join(p.baseDir, node, opts.PVC.Namespace+"_"+opts.PVC.Name+"_"+opts.PVName)
+		affinity = v1.NodeSelectorRequirement{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}
+	case "network":
+		dir = filepath.Join(p.baseDir, networkDir, opts.PVC.Namespace+"_"+opts.PVC.Name+"_"+opts.PVName)
+		affinity = v1.NodeSelectorRequirement{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpExists}
+	default:
+		return nil, controller.ProvisioningFinished, fmt.Errorf("unknown volume type %q (node-local or network)", typ)
+	}
+	if fs := opts.StorageClass.Parameters["fs"]; fs == "xfs" {
+		if err := makeXFS(context.Background(), dir, opts.PVC.Spec.Resources.Requests[v1.ResourceStorage]); err != nil {
+			return nil, controller.ProvisioningFinished, err
+		}
+	} else if fs != "" {
+		return nil, controller.ProvisioningFinished, fmt.Errorf("unknown fs %q (xfs, or none for a directory)", fs)
+	}
 	// 0o777: the Pod may run as any UID (etcd images often run non-root).
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
 	if err := os.Chmod(dir, 0o777); err != nil {
 		return nil, controller.ProvisioningFinished, err
-	}
-	node := opts.SelectedNodeName
-	if node == "" {
-		node = p.nodeName
 	}
 	reclaim := v1.PersistentVolumeReclaimDelete
 	if opts.StorageClass.ReclaimPolicy != nil {
@@ -69,16 +92,14 @@ func (p *hostPathProvisioner) Provision(_ context.Context, opts controller.Provi
 				Local: &v1.LocalVolumeSource{Path: dir},
 			},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
-				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
-					Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{node},
-				}}}},
+				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{affinity}}},
 			}},
 		},
 	}
 	return pv, controller.ProvisioningFinished, nil
 }
 
-func (p *hostPathProvisioner) Delete(_ context.Context, pv *v1.PersistentVolume) error {
+func (p *hostPathProvisioner) Delete(ctx context.Context, pv *v1.PersistentVolume) error {
 	var dir string
 	switch {
 	case pv.Spec.Local != nil:
@@ -89,10 +110,17 @@ func (p *hostPathProvisioner) Delete(_ context.Context, pv *v1.PersistentVolume)
 		return &controller.IgnoredError{Reason: "not a local volume"}
 	}
 	// Never remove anything outside our own base directory, whatever the PV says.
-	if !strings.HasPrefix(dir, filepath.Clean(p.baseDir)+string(filepath.Separator)) {
+	if !inside(p.baseDir, dir) {
 		return &controller.IgnoredError{Reason: fmt.Sprintf("%s is outside %s", dir, p.baseDir)}
 	}
+	if err := removeXFS(ctx, dir); err != nil {
+		return err
+	}
 	return os.RemoveAll(dir)
+}
+
+func inside(base, dir string) bool {
+	return strings.HasPrefix(filepath.Clean(dir), filepath.Clean(base)+string(filepath.Separator))
 }
 
 func main() {
@@ -100,10 +128,9 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
 	name := flag.String("provisioner-name", "localkube.steward.dev/hostpath", "provisioner name StorageClasses refer to")
 	baseDir := flag.String("base-dir", "", "directory under which volumes are created")
-	nodeName := flag.String("node-name", "", "node that volumes are pinned to when the claim names none")
 	flag.Parse()
-	if *baseDir == "" || *nodeName == "" {
-		klog.Exit("-base-dir and -node-name are required")
+	if *baseDir == "" {
+		klog.Exit("-base-dir is required")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -119,11 +146,12 @@ func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	pc := controller.NewProvisionController(ctx, client, *name,
-		&hostPathProvisioner{baseDir: *baseDir, nodeName: *nodeName},
+		&hostPathProvisioner{baseDir: *baseDir},
 		// A single instance: leader election would only add a start delay.
 		controller.LeaderElection(false),
 		controller.MetricsPort(0),
 	)
 	klog.Infof("provisioning %s under %s", *name, *baseDir)
+	go (&resizer{client: client, baseDir: *baseDir}).run(ctx)
 	pc.Run(ctx)
 }

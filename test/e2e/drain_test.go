@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
+
+// drain runs `kubectl drain` on node as an administrator or a managed node pool would, and returns
+// how long it took. Only the test's own Pods run on its pool's nodes.
+func drain(t *testing.T, node string) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := f.Kubectl(ctx, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout", "5m")
+	if err != nil {
+		t.Fatalf("kubectl drain %s: %v\n%s", node, err, out)
+	}
+	return time.Since(start)
+}
+
+func uncordon(t *testing.T, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := f.Kubectl(ctx, "uncordon", node); err != nil {
+		t.Fatalf("kubectl uncordon %s: %v\n%s", node, err, out)
+	}
+}
+
+// TestManagedNodeUpgrade (issue 25, item 3): what a managed node-pool upgrade does, node by node:
+// add a new node in the old one's zone, drain the old one, delete it. Node-local volumes cannot
+// follow, so each drained member is replaced on the new node (three replacements), traffic on:
+// never more than one voter unavailable, no acknowledged write lost.
+func TestManagedNodeUpgrade(t *testing.T) {
+	t.Parallel()
+	ns := f.Namespace(t)
+	old := nodePool(t, ns, "zone-a", "zone-b", "zone-c")
+	create(t, newCluster(ns, "db", 3, "", onPool(ns), replaceLostAfter(lostAfter)))
+	waitSettled(t, ns, "db", 3, 4*time.Minute)
+	w := watchRollOf(t, ns, "db", voters(ns, "db"))
+	w.changed = time.Now()
+	start := time.Now()
+	for i, node := range old {
+		step := time.Now()
+		fresh := addToPool(t, ns, []string{"zone-a", "zone-b", "zone-c"}[i])
+		onNode, _ := memberPlacement(t, ns, "db")
+		var member string
+		for m, n := range onNode {
+			if n == node {
+				member = m
+			}
+		}
+		if member == "" {
+			t.Fatalf("no member on %s: %v", node, onNode)
+		}
+		id := memberIDs(t, ns, "db")[member]
+		took := drain(t, node)
+		t.Logf("drained %s (member %s) in %.1fs", node, member, took.Seconds())
+		nodeCtl(t, "delete", node)
+		added := waitReplacedElsewhere(t, ns, "db", member, id, 5*time.Minute)
+		onNode, _ = memberPlacement(t, ns, "db")
+		t.Logf("%s replaced by %s on %s", member, added, onNode[added])
+		if onNode[added] != fresh {
+			t.Errorf("the replacement %s runs on %s, not on the new node %s", added, onNode[added], fresh)
+		}
+		measure(t, fmt.Sprintf("managed upgrade, node %d of 3 (add, drain %.1fs, delete, replaced)", i+1, took.Seconds()), time.Since(step))
+	}
+	measure(t, "managed upgrade of 3 nodes with node-local volumes", time.Since(start))
+	w.finish("managed node upgrade", 1)
+}
+
+// TestDrainWithoutReplacement (issue 25, item 3): drains that must not replace anything. A member
+// whose volume follows the Pod (StorageClass network) is moved to another node by a drain and keeps
+// its etcd member ID and its PVC; a member on a node-local volume whose node is uncordoned after
+// the drain (a kernel patch, not an upgrade) comes back on it, also with its ID and PVC.
+func TestDrainWithoutReplacement(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, class string
+		uncordon    bool
+	}{
+		{name: "network", class: "network"},
+		{name: "local", class: "standard", uncordon: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := f.Namespace(t)
+			nodePool(t, ns, "zone-a", "zone-b", "zone-c")
+			create(t, newCluster(ns, "db", 3, "", onPool(ns), func(ec *stewardv1.EtcdCluster) {
+				ec.Spec.Storage.StorageClassName = ptr.To(tc.class)
+			}))
+			waitSettled(t, ns, "db", 3, 4*time.Minute)
+			w := watchRoll(t, ns, "db", 3)
+			ids, pvcs := memberIDs(t, ns, "db"), pvcUIDs(t, ns, "db")
+			lead := leader(t, ns, "db")
+			onNode, _ := memberPlacement(t, ns, "db")
+			node := onNode[lead]
+			w.changed = time.Now()
+			took := drain(t, node)
+			measure(t, fmt.Sprintf("kubectl drain of the leader's node (%s volume)", tc.name), took)
+			if tc.uncordon {
+				time.Sleep(10 * time.Second) // a short maintenance
+				uncordon(t, node)
+			}
+			waitSettled(t, ns, "db", 3, 4*time.Minute)
+			measure(t, fmt.Sprintf("drain (%s volume) to settled", tc.name), time.Since(w.changed))
+			if after := memberIDs(t, ns, "db"); fmt.Sprint(after) != fmt.Sprint(ids) {
+				t.Errorf("member IDs changed %v -> %v: a drain replaced a member", ids, after)
+			}
+			if after := pvcUIDs(t, ns, "db"); fmt.Sprint(after) != fmt.Sprint(pvcs) {
+				t.Errorf("PVCs changed %v -> %v", pvcs, after)
+			}
+			onNodeAfter, _ := memberPlacement(t, ns, "db")
+			t.Logf("placement before %v, after %v", onNode, onNodeAfter)
+			if !tc.uncordon && onNodeAfter[lead] == node {
+				t.Errorf("%s is still on the drained node %s", lead, node)
+			}
+			if moves := eventsWith(t, ns, "db", "MoveLeader"); !slices.ContainsFunc(moves, func(m string) bool {
+				return len(m) > 0
+			}) {
+				t.Errorf("no MoveLeader event: the drained leader was evicted without handing over")
+			}
+			w.finish("drain of the leader's node ("+tc.name+")", 1)
+		})
+	}
+}
