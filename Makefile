@@ -29,8 +29,9 @@ envtest: ## Build kube-apiserver and etcd for envtest (cached) into _out/envtest
 .PHONY: generate
 generate: tools ## Regenerate deepcopy, CRDs and RBAC from the Go markers.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-	$(CONTROLLER_GEN) crd rbac:roleName=steward-manager-role paths=./api/... paths=./internal/... \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) crd rbac:roleName=steward-manager-role webhook paths=./api/... paths=./internal/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files differ from what is committed.

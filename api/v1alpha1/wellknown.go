@@ -78,6 +78,14 @@ const (
 	// AnnotationDrainingSince records when a member Pod was drained, so the voter label is not put
 	// back while the disruption that followed is still under way (the controller's stillDraining).
 	AnnotationDrainingSince = "etcd.steward.dev/draining-since"
+	// AnnotationEvictionRequested on a member Pod is when (RFC 3339) an eviction of it was first
+	// asked for (a node drain): the eviction webhook writes it before it answers, and the planner
+	// prepares the member (internal/eviction). A request older than eviction.RequestLifetime is over.
+	AnnotationEvictionRequested = "etcd.steward.dev/eviction-requested"
+	// AnnotationEvictionPrepared on a member Pod is when (RFC 3339) the member was prepared for the
+	// eviction requested: leadership moved off it and it left the client Service. The webhook then
+	// lets the eviction through.
+	AnnotationEvictionPrepared = "etcd.steward.dev/eviction-prepared"
 	// AnnotationResizeRefused on a member Pod says why the API server refused to resize it in place;
 	// the planner then rolls the member onto the new resources instead.
 	AnnotationResizeRefused = "etcd.steward.dev/resize-refused"

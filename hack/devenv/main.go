@@ -54,6 +54,7 @@ func run(kubeconfigPath string) error {
 	var o manager.Options
 	o.BindFlags(flag.NewFlagSet("steward", flag.ContinueOnError)) // the binary's defaults
 	o.HealthProbeAddr, o.MetricsAddr = "127.0.0.1:8081", "127.0.0.1:8080"
+	o.EvictionWebhook = false // no nodes, nothing to evict, and no Service to reach the operator
 	mgr, err := manager.New(cfg, o)
 	if err != nil {
 		return err

@@ -33,7 +33,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	var err error
-	if env, err = testenv.Start(); err != nil {
+	if env, err = testenv.Start(testenv.WithWebhooks()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	o.MaxConcurrentReconciles = 4
 	// Member Pods start through the data check, which the Steward image carries; without it none is.
 	o.OperatorImage = "steward:test"
+	// The eviction webhook, with envtest's certificate; a short bound for TestEvictionWebhook.
+	o.EvictionWebhook, o.EvictionBound, o.WebhookCertSecret = true, evictionBound, ""
+	o.WebhookPort, o.WebhookCertDir = env.Webhook.LocalServingPort, env.Webhook.LocalServingCertDir
 	mgr, err := manager.New(env.Config, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -83,3 +83,14 @@ func (r *EtcdClusterReconciler) NodeFactsFor(ctx context.Context, members []plan
 	r.nodeFacts(ctx, r.reader(), members, pods, pvcs)
 	return members
 }
+
+// PrepareEvictionJudged carries out a planned PrepareEviction's effects, as the Disrupter does
+// once its check passed: the drain (with short waits), then the mark on the Pod.
+func (r *EtcdClusterReconciler) PrepareEvictionJudged(ctx context.Context, ec *stewardv1.EtcdCluster, judged *corev1.Pod) error {
+	drainTimeout, drainGrace = 100*time.Millisecond, 0
+	o := &observed{pods: map[string]*corev1.Pod{judged.Name: judged}}
+	if err := (effects{r: r, o: o, ec: ec}).Drain(ctx, judged.Name); err != nil {
+		return err
+	}
+	return effects{r: r, o: o, ec: ec}.PrepareEviction(ctx, judged.Name)
+}

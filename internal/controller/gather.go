@@ -14,6 +14,7 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/datacheck"
 	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/eviction"
 	"github.com/etcd-steward/steward/internal/health"
 	"github.com/etcd-steward/steward/internal/plan"
 	"github.com/etcd-steward/steward/internal/resources"
@@ -136,6 +137,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 		ForceNewCluster: p.Annotations[stewardv1.AnnotationForceNewCluster] == "true",
 		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
 		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom],
+		EvictionRequested: eviction.RequestedAt(p), EvictionPrepared: eviction.Marked(p),
 		Node: p.Spec.NodeName}
 	if p.DeletionTimestamp != nil {
 		out.DeletingSince = p.DeletionTimestamp.Time

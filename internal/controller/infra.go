@@ -65,12 +65,16 @@ func (r *EtcdClusterReconciler) syncVoterLabels(ctx context.Context, ec *steward
 		return nil
 	}
 	for name, p := range o.pods {
+		if err := r.clearExpiredEviction(ctx, p); err != nil {
+			return err
+		}
 		lm, listed := o.facts.Etcd.Match(name, resources.PeerURL(ec, name))
 		want := "false"
 		if listed && !lm.IsLearner {
 			want = "true"
 		}
-		if p.Labels[stewardv1.LabelVoter] == want || p.DeletionTimestamp != nil || stillDraining(p, r.now()) {
+		if p.Labels[stewardv1.LabelVoter] == want || p.DeletionTimestamp != nil || stillDraining(p, r.now()) ||
+			(want == "true" && evictionHeld(p, r.now())) {
 			continue
 		}
 		base := p.DeepCopy()

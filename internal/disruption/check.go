@@ -53,6 +53,10 @@ const (
 	// Dormant deletes a Pod of a PVC cluster scaled to zero: a full outage the user asked for. The
 	// members and their data stay; scaling up recreates the Pods.
 	Dormant Kind = "Dormant"
+	// Evict prepares a member for an eviction Kubernetes was asked for (a node drain): it leaves
+	// the client Service (the Drainer) and is marked prepared; Kubernetes then deletes its Pod. It
+	// counts as down from here on (Member.Evicting), like a restart, and is checked like one.
+	Evict Kind = "Evict"
 )
 
 // Member is one member as the check sees it. The planner builds these from live reads.
@@ -76,6 +80,9 @@ type Member struct {
 	// a voter again: the cluster is a voter short, so it counts as disrupted although etcd no longer
 	// lists it.
 	Replacing bool
+	// Evicting is true while the member is prepared for an eviction (out of the client Service,
+	// waiting for Kubernetes to evict its Pod): it is disrupted even though its etcd still serves.
+	Evicting bool
 	// Lost: etcd's leader does not hear the member and its node (or its volume's node) is lost,
 	// long enough for spec.nodeLoss (internal/evidence.JudgeNodeLoss): ReplaceLost may take it.
 	Lost bool
@@ -86,7 +93,7 @@ type Member struct {
 // InFlight). It is stricter than the planner's readyVoter, which does not ask for the applied
 // index to have caught up.
 func (m Member) undisrupted() bool {
-	return m.Voter && m.Healthy && m.PodExists && m.PodReady && !m.PodDeleting && !m.InFlight
+	return m.Voter && m.Healthy && m.PodExists && m.PodReady && !m.PodDeleting && !m.InFlight && !m.Evicting
 }
 
 // Cluster is the whole cluster as the check sees it.
@@ -159,7 +166,7 @@ func Check(c Cluster, r Request) error {
 			return refuse(ReasonLossNotShown, r, v.Name, "etcd's evidence that %s is lost with its node is gone: it is not replaced", v.Name)
 		}
 		return checkMember(c, r, v)
-	case Restart, RestartContainer, Remove, Replace, Defragment:
+	case Restart, RestartContainer, Remove, Replace, Defragment, Evict:
 		return checkMember(c, r, v)
 	}
 	return refuse(ReasonUnknownDisruption, r, "", "unknown disruption kind %q", r.Kind)
@@ -281,7 +288,7 @@ func checkOthers(c Cluster, r Request, victim Member) error {
 			return refuse(ReasonOtherMemberDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
 		case !m.Voter:
 			continue // an object not in etcd (pending creation) carries no data and no vote
-		case !m.PodExists || m.PodDeleting || m.InFlight:
+		case !m.PodExists || m.PodDeleting || m.InFlight || m.Evicting:
 			return refuse(ReasonOtherMemberDisrupted, r, m.Name, "%s is already disrupted (%s)", m.Name, describe(m))
 		case !m.undisrupted():
 			return refuse(ReasonOtherMemberNotReady, r, m.Name, "%s is not ready (%s)", m.Name, describe(m))
@@ -323,6 +330,8 @@ func describe(m Member) string {
 		return "Pod terminating"
 	case m.InFlight:
 		return "a membership step is under way"
+	case m.Evicting:
+		return "prepared for its eviction"
 	case !m.PodReady:
 		return "Pod not ready"
 	default:

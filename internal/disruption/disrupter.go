@@ -19,6 +19,9 @@ type Effects interface {
 	// RestartContainer changes the image of the member's etcd container in its running Pod to the
 	// target template's, which has the kubelet restart it in place.
 	RestartContainer(ctx context.Context, member string) error
+	// PrepareEviction marks the member's Pod prepared for the eviction Kubernetes was asked for
+	// (it has left the client Service by then): the eviction webhook lets the eviction through.
+	PrepareEviction(ctx context.Context, member string) error
 }
 
 // Refresher is implemented by Effects that can read the cluster again, live, past any cache.
@@ -84,6 +87,8 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 		err = d.effects.Defragment(ctx, v.Name)
 	case RestartContainer:
 		err = d.effects.RestartContainer(ctx, v.Name)
+	case Evict:
+		err = d.effects.PrepareEviction(ctx, v.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("%s of %s: %w", r.Kind, r.Victim, err)
@@ -119,5 +124,6 @@ func (d *Disrupter) DeletePVC(ctx context.Context, c Cluster, member string) err
 // quorum recovery (nobody is served), Dormant stops the whole cluster, DeleteData follows a
 // removal (the member left etcd already).
 func drains(k Kind) bool {
-	return k == Restart || k == RestartContainer || k == Remove || k == Replace || k == ReplaceLost || k == Defragment
+	return k == Restart || k == RestartContainer || k == Remove || k == Replace || k == ReplaceLost || k == Defragment ||
+		k == Evict
 }

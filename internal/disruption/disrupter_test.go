@@ -43,6 +43,11 @@ func (r *recorder) Defragment(_ context.Context, m string) error {
 	return r.err
 }
 
+func (r *recorder) PrepareEviction(_ context.Context, m string) error {
+	r.calls = append(r.calls, "PrepareEviction "+m)
+	return r.err
+}
+
 func TestDisrupter(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -230,6 +235,8 @@ func TestDisrupterDrainsServingVotersFirst(t *testing.T) {
 			[]string{"Drain c-1", "RemoveMember c-1"}},
 		{"defragment", func() Cluster { return cluster(3) }, Request{Kind: Defragment, Victim: "c-1"}, nil,
 			[]string{"Drain c-1", "Defragment c-1"}},
+		{"prepare an eviction", func() Cluster { return cluster(3) }, Request{Kind: Evict, Victim: "c-1"}, nil,
+			[]string{"Drain c-1", "PrepareEviction c-1"}},
 		{"restart in place, memory storage too", func() Cluster {
 			c := cluster(3)
 			c.Medium = stewardv1.StorageMediumMemory

@@ -116,3 +116,7 @@ func (e *recordingEffects) Drain(_ context.Context, m string) error {
 	e.calls = append(e.calls, "drain "+m)
 	return nil
 }
+func (e *recordingEffects) PrepareEviction(_ context.Context, m string) error {
+	e.calls = append(e.calls, "prepare eviction "+m)
+	return nil
+}

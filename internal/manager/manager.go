@@ -75,7 +75,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(rec.API.Wrap)
+	whs := webhookServer(o)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:           whs,
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOpts,
 		Metrics:                 metricsOptions(o),
@@ -123,6 +125,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("steward")}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackupSchedule controller: %w", err)
+	}
+	if whs != nil {
+		if err := setupWebhook(mgr, whs, o); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

@@ -34,7 +34,8 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestManagerServesHealth starts the manager exactly as cmd/steward does, against a real
-// kube-apiserver, and checks that it wins leader election and answers its probes and metrics.
+// kube-apiserver, and checks that it wins leader election and answers its probes and metrics, and
+// that the eviction webhook gets its certificate (checkWebhookCertificate).
 func TestManagerServesHealth(t *testing.T) {
 	env, err := testenv.Start()
 	if err != nil {
@@ -46,8 +47,12 @@ func TestManagerServesHealth(t *testing.T) {
 	fs := flag.NewFlagSet("steward", flag.ContinueOnError)
 	o.BindFlags(fs)
 	probes, metrics := freeAddr(t), freeAddr(t)
+	installWebhookObjects(t, env)
+	certDir := t.TempDir()
+	_, webhookPort, _ := net.SplitHostPort(freeAddr(t))
 	args := []string{"--leader-elect", "--leader-election-namespace=default",
-		"--health-probe-bind-address=" + probes, "--metrics-bind-address=" + metrics, "--watch-namespaces=default"}
+		"--health-probe-bind-address=" + probes, "--metrics-bind-address=" + metrics, "--watch-namespaces=default",
+		"--webhook-cert-dir=" + certDir, "--webhook-port=" + webhookPort}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +98,7 @@ func TestManagerServesHealth(t *testing.T) {
 		t.Fatalf("anonymous GET /metrics: HTTP %d, want 401 or 403", code)
 	}
 	checkCacheStripsManagedFields(t, mgr)
+	checkWebhookCertificate(t, env, certDir, webhookPort)
 }
 
 // checkCacheStripsManagedFields: the informers keep no managedFields (a Pod's run to several times

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/eviction"
 )
 
 // DefaultEtcdImageRepository is where etcd's own release images live; members run <repo>:v<version>.
@@ -40,6 +42,25 @@ type Options struct {
 	// PprofAddr serves Go's /debug/pprof profiles, unauthenticated; "" or "0" (the default) turns
 	// them off. For measuring (make bench-scale takes a heap profile), never for production.
 	PprofAddr string
+	// EvictionWebhook serves the validating webhook on pods/eviction that makes a node drain's
+	// eviction of a member a planned step (internal/eviction); false leaves evictions to the
+	// PodDisruptionBudget alone.
+	EvictionWebhook bool
+	// EvictionBound is how long an eviction waits for its member to be prepared before the
+	// webhook lets it through to the PodDisruptionBudget.
+	EvictionBound time.Duration
+	// WebhookPort and WebhookCertDir: where the webhook server listens, and the directory of its
+	// serving certificate (tls.crt, tls.key).
+	WebhookPort    int
+	WebhookCertDir string
+	// WebhookCertSecret names the Secret (in the operator's namespace) the certificate rotator keeps
+	// the webhook's CA and serving certificate in, mounted at WebhookCertDir; "" when the
+	// certificate is provided otherwise (cert-manager, tests). WebhookService is the webhook's
+	// Service (the certificate's DNS name) and WebhookConfiguration the
+	// ValidatingWebhookConfiguration whose caBundle the rotator fills.
+	WebhookCertSecret    string
+	WebhookService       string
+	WebhookConfiguration string
 }
 
 // BindFlags registers the options on fs with their defaults.
@@ -62,6 +83,18 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"EtcdClusters reconciled at once (each reconcile may wait on etcd for up to a few seconds)")
 	fs.StringVar(&o.OperatorImage, "operator-image", "",
 		"image of backup Jobs and restore init containers (default: the operator Pod's own image)")
+	fs.BoolVar(&o.EvictionWebhook, "eviction-webhook", true,
+		"serve the pods/eviction webhook that prepares a member (leadership moved, out of the client Service) before a drain evicts it")
+	fs.DurationVar(&o.EvictionBound, "eviction-bound", eviction.DefaultBound,
+		"how long an eviction waits for its member to be prepared before it is left to the PodDisruptionBudget")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "port of the webhook server")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"directory of the webhook's serving certificate (tls.crt, tls.key)")
+	fs.StringVar(&o.WebhookCertSecret, "webhook-cert-secret", "steward-webhook-server-cert",
+		"Secret in the operator's namespace where Steward keeps the webhook's CA and certificate (mounted at --webhook-cert-dir); empty: the certificate is provided otherwise")
+	fs.StringVar(&o.WebhookService, "webhook-service", "steward-webhook-service", "the webhook's Service (its certificate's DNS name)")
+	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", "steward-eviction",
+		"the ValidatingWebhookConfiguration whose caBundle Steward fills")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "",
 		"address of Go's /debug/pprof profiles, unauthenticated (default: off); for measuring only")
 }
@@ -76,6 +109,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles %d must be at least 1", o.MaxConcurrentReconciles)
+	}
+	if o.EvictionWebhook && (o.EvictionBound <= 0 || o.EvictionBound >= eviction.RequestLifetime) {
+		return fmt.Errorf("--eviction-bound %s must be above 0 and below %s", o.EvictionBound, eviction.RequestLifetime)
 	}
 	if o.SyncPeriod < time.Minute {
 		return fmt.Errorf("--sync-period %s is below one minute", o.SyncPeriod)

@@ -104,6 +104,11 @@ const (
 	// evidence), clears inProgress and the trigger: etcd showed quorum again, or the survivor was
 	// no longer the most advanced member, before the survivor was started with --force-new-cluster.
 	AbortRecovery Kind = "AbortRecovery"
+	// PrepareEviction prepares a member whose eviction Kubernetes was asked for (a node drain,
+	// recorded on its Pod by the eviction webhook), through the Disrupter (kind Evict): the member
+	// leaves the client Service, then its Pod is marked prepared, which lets the eviction through.
+	// Leadership is moved off it first (a MoveLeader). Kubernetes deletes the Pod; repair recreates it.
+	PrepareEviction Kind = "PrepareEviction"
 	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
 	// member's template.
 	ExpandPVC Kind = "ExpandPVC"

@@ -107,6 +107,11 @@ const (
 	ReasonReplacingElsewhere Reason = "ReplacingElsewhere"
 	ReasonWaitingForNodeLoss Reason = "WaitingForNodeLoss"
 	ReasonNodeLossWithdrawn  Reason = "NodeLossWithdrawn"
+	// ReasonPreparingEviction: a member whose eviction was asked for (a node drain) is being prepared
+	// (leadership moved, out of the client Service); ReasonWaitingForEviction: it is prepared and
+	// Kubernetes has yet to evict it.
+	ReasonPreparingEviction  Reason = "PreparingEviction"
+	ReasonWaitingForEviction Reason = "WaitingForEviction"
 	// ReasonInvalidDefragmentationSchedule: the defragmentation schedule does not parse.
 	ReasonInvalidDefragmentationSchedule Reason = "InvalidDefragmentationSchedule"
 )

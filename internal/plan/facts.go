@@ -177,6 +177,12 @@ type Pod struct {
 	// RestartedFrom is the etcd container's ID when Steward restarted it in place (recorded on the
 	// Pod with the change); "" when the Pod was never restarted in place.
 	RestartedFrom string
+	// EvictionRequested is when an eviction of the Pod was first asked for (a node drain, recorded
+	// by the eviction webhook); zero when none was. It counts for eviction.RequestLifetime.
+	EvictionRequested time.Time
+	// EvictionPrepared: the Pod was prepared for that eviction (leadership moved, out of the client
+	// Service); the webhook lets the eviction through.
+	EvictionPrepared bool
 }
 
 // Resize is what the Pod says of its etcd container's resources.

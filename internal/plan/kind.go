@@ -9,7 +9,7 @@ func Kinds() []Kind {
 	return []Kind{Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner,
 		RecordPhase, RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader,
 		RestartContainer, ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact,
-		DisarmAlarm, StartRecovery, RecoveryStep, DetachMember, DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC}
+		DisarmAlarm, StartRecovery, RecoveryStep, DetachMember, DiscardMember, FinishRecovery, AbortRecovery, PrepareEviction, ExpandPVC}
 }
 
 // Acts: the kind changes something (Nothing and Wait do not).
@@ -25,7 +25,7 @@ func (k Kind) NeedsMember() bool {
 		return false
 	case BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
-		PatchPodMetadata, Defragment, RecordDefragmentation, DiscardMember, ExpandPVC, DetachMember:
+		PatchPodMetadata, Defragment, RecordDefragmentation, DiscardMember, ExpandPVC, DetachMember, PrepareEviction:
 		return true
 	}
 	return true
@@ -45,7 +45,7 @@ func (k Kind) StartsMember() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
 		PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, StartRecovery, RecoveryStep,
-		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, DetachMember:
+		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, DetachMember, PrepareEviction:
 		return false
 	}
 	return false
@@ -59,7 +59,7 @@ func (k Kind) StartsMember() bool {
 func (k Kind) Disrupts() bool {
 	//exhaustive:enforce
 	switch k {
-	case RemoveMember, DeletePod, DeletePVC, RestartContainer, Defragment:
+	case RemoveMember, DeletePod, DeletePVC, RestartContainer, Defragment, PrepareEviction:
 		return true
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, ResizePod, RecordTemplate, PatchPodMetadata,
@@ -79,7 +79,7 @@ func (k Kind) Recovery() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer,
 		ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, ExpandPVC,
-		DetachMember:
+		DetachMember, PrepareEviction:
 		return false
 	}
 	return false

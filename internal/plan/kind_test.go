@@ -77,6 +77,7 @@ func TestKindProperties(t *testing.T) {
 		FinishRecovery:        {acts: true, recovery: true},
 		AbortRecovery:         {acts: true, recovery: true},
 		ExpandPVC:             {acts: true, member: true},
+		PrepareEviction:       {acts: true, member: true, disrupts: true},
 	}
 	for _, k := range Kinds() {
 		w, ok := want[k]

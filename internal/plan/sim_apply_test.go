@@ -96,7 +96,7 @@ func (w *world) apply(f Facts, a Action) {
 		if !early {
 			w.disrupt(f, a)
 		}
-	case DeletePod, DeletePVC, RestartContainer, Defragment:
+	case DeletePod, DeletePVC, RestartContainer, Defragment, PrepareEviction:
 		w.disrupt(f, a)
 	case StartRecovery, RecoveryStep, AbortRecovery, FinishRecovery, DiscardMember, RecordDefragmentation:
 		w.applyEvidence(m, a)
@@ -371,6 +371,8 @@ func (w *world) checkDisruption(victim *wEtcd, what string) {
 			w.violate("%s %s while %s is unavailable", what, victim.name, o.name)
 		case w.kubeletUnready(o):
 			w.violate("%s %s while %s's Pod is not Ready for its container now", what, victim.name, o.name)
+		case w.prepared(o):
+			w.violate("%s %s while %s is prepared for its eviction", what, victim.name, o.name)
 		}
 	}
 }
@@ -419,6 +421,8 @@ func (w *world) disrupted() []string {
 		}
 		switch {
 		case w.faults[m.name]:
+		case e != nil && !e.learner && m.pod != nil && m.pod.prepared && m.pod.deleting == 0:
+			out = append(out, m.name) // out of the client Service, about to be evicted
 		case e != nil && !e.learner && !w.available(e):
 			out = append(out, m.name)
 		case (e == nil || e.learner) && m.everVoter && !m.deleting:

@@ -15,6 +15,7 @@ import (
 // replicates, volumes grow.
 func (w *world) tick() {
 	w.now = w.now.Add(10 * 1e9)
+	w.tickEvictions()
 	for _, m := range w.members {
 		w.tickPod(m)
 		if p := m.pvc; p != nil {
@@ -198,7 +199,8 @@ func (w *world) memberFacts(m *wMember) Member {
 		fm.Pod = Pod{Exists: true, Ready: w.reportedReady(p), Deleting: p.deleting > 0,
 			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
-			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy(), Revision: p.revision}
+			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy(), Revision: p.revision,
+			EvictionRequested: p.evictAt, EvictionPrepared: p.prepared}
 		fm.Pod.Resize = Resize{Spec: *p.template.Resources.DeepCopy(), Applied: !p.resizing}
 		if t := w.cluster.Status.Observed; t != nil {
 			a, b := *p.template.DeepCopy(), *t.DeepCopy()

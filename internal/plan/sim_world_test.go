@@ -124,6 +124,10 @@ type wPod struct {
 	notReadySince  time.Time
 	lastTerminated time.Time
 	ev             evidencePod
+	// evictAt is when an eviction of the Pod was first asked for (a node drain; zero: none);
+	// prepared: Steward prepared the member for it.
+	evictAt  time.Time
+	prepared bool
 }
 
 type wPVC struct {

@@ -103,6 +103,7 @@ func (v *view) steps() []step {
 		{"noSpace", "NOSPACE: compact, defragment one member at a time, disarm", plain(v.noSpace)},
 		{"pending", "add a pending member (a learner's Pod, then its promotion)", plain(v.pending)},
 		{"waitingRemoval", "report the removal the chokepoint refused for now", v.waitingRemoval},
+		{"eviction", "prepare a member whose eviction was asked for (a node drain): leadership moved, out of the client Service", plain(v.eviction)},
 		{"roll", "roll one outdated member: metadata and resizes in place first, then the roll order", v.rollStep},
 		{"scale", "scale one step (up: lowest free ordinal; down: highest, leadership moved first)", plain(v.scale)},
 		{"housekeeping", "grow PVCs to the target size, one at a time", plain(v.housekeeping)},

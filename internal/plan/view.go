@@ -229,7 +229,7 @@ func (v *view) disruptionView() disruption.Cluster {
 			Name: m.Name, ID: m.id(), Voter: m.voter(), Learner: m.learner(), Leader: m.leader,
 			Healthy: m.healthy() && v.caughtUp(m), PodExists: m.Pod.Exists, PodReady: m.Pod.readyNow(),
 			PodDeleting: m.Pod.Deleting, PodFailed: m.Pod.Failed, InFlight: v.inFlight(m), Replacing: v.replacing(m),
-			Lost: v.lossDue(m),
+			Lost: v.lossDue(m), Evicting: v.evicting(m),
 		})
 	}
 	for _, o := range v.orphans {

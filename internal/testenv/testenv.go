@@ -19,7 +19,21 @@ import (
 type Env struct {
 	Config *rest.Config
 	Client client.Client
-	env    *envtest.Environment
+	// Webhook is where the API server calls the webhooks installed from config/webhook (with
+	// WithWebhooks): a local host and port and the directory of a serving certificate it trusts.
+	Webhook *envtest.WebhookInstallOptions
+	env     *envtest.Environment
+}
+
+// Option configures Start.
+type Option func(*envtest.Environment)
+
+// WithWebhooks installs the webhook configurations of config/webhook, pointed at a local server
+// (Env.Webhook says where); with failurePolicy Ignore they change nothing while none serves.
+func WithWebhooks() Option {
+	return func(e *envtest.Environment) {
+		e.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(repoRoot(), "config", "webhook", "manifests.yaml")}}
+	}
 }
 
 // repoRoot finds the repository from this file's location, so tests work from any package.
@@ -30,7 +44,7 @@ func repoRoot() string {
 
 // Start brings up the control plane. It fails, rather than skips, when the binaries are missing:
 // a skipped integration test would make a broken toolchain look green.
-func Start() (*Env, error) {
+func Start(opts ...Option) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		assets := filepath.Join(repoRoot(), "_out", "envtest")
 		if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
@@ -44,6 +58,9 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	for _, o := range opts {
+		o(env)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// Start can fail after the processes are up (a CRD the apiserver refuses): stop them, or
@@ -56,7 +73,11 @@ func Start() (*Env, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, env: env}, nil
+	e := &Env{Config: cfg, Client: c, env: env}
+	if len(env.WebhookInstallOptions.Paths) > 0 {
+		e.Webhook = &env.WebhookInstallOptions
+	}
+	return e, nil
 }
 
 // Stop shuts the control plane down.

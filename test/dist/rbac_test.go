@@ -84,6 +84,8 @@ var clusterScoped = map[string]bool{
 	"authorization.k8s.io subjectaccessreviews": true,
 	"core nodes":             true,
 	"core persistentvolumes": true,
+	// The eviction webhook's configuration, whose caBundle the certificate rotator fills.
+	"admissionregistration.k8s.io validatingwebhookconfigurations": true,
 }
 
 // leaderElection is what config/rbac/leader_election_role.yaml grants in the operator's namespace.

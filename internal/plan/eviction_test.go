@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/eviction"
+)
+
+// TestEviction: the planner prepares a member whose eviction was asked for, one at a time, the
+// leader's leadership moved first, only on a healthy cluster.
+func TestEviction(t *testing.T) {
+	requested := func(names ...string) func(f *Facts) {
+		return func(f *Facts) {
+			for i, n := range names {
+				f.m(n).Pod.EvictionRequested = f.Now.Add(-time.Duration(len(names)-i) * time.Second)
+			}
+		}
+	}
+	prepared := func(name string) func(f *Facts) {
+		return func(f *Facts) { f.m(name).Pod.EvictionPrepared = true }
+	}
+	tests := []struct {
+		name   string
+		change []func(f *Facts)
+		kind   Kind
+		member string
+		reason Reason
+		says   string
+	}{
+		{name: "no request: nothing", kind: Nothing},
+		{name: "a follower is prepared", change: []func(*Facts){requested("c-2")},
+			kind: PrepareEviction, member: "c-2", reason: ReasonPreparingEviction},
+		{name: "the leader hands leadership over first", change: []func(*Facts){requested("c-0")},
+			kind: MoveLeader, member: "c-0", reason: ReasonMovingLeader},
+		{name: "the earliest request goes first", change: []func(*Facts){requested("c-2", "c-1")},
+			kind: PrepareEviction, member: "c-2"},
+		{name: "one prepared: the next waits for its eviction", change: []func(*Facts){requested("c-1", "c-2"), prepared("c-1")},
+			kind: Wait, reason: ReasonWaitingForEviction, says: "c-1 is prepared"},
+		{name: "prepared and leading again: leadership moves off", change: []func(*Facts){requested("c-1"), prepared("c-1"),
+			func(f *Facts) { f.lead("c-1") }},
+			kind: MoveLeader, member: "c-1"},
+		{name: "another member down: repair first, nobody prepared", change: []func(*Facts){requested("c-1"),
+			func(f *Facts) { f.podGone("c-2") }},
+			kind: CreatePod, member: "c-2"},
+		{name: "another member unhealthy: waits for the gate", change: []func(*Facts){requested("c-1"),
+			func(f *Facts) { f.silence("c-2") }},
+			kind: Wait, reason: ReasonWaitingForHealth, says: "preparing c-1 for its eviction waits"},
+		{name: "an expired request is over", change: []func(*Facts){func(f *Facts) {
+			f.m("c-1").Pod.EvictionRequested = f.Now.Add(-eviction.RequestLifetime)
+		}}, kind: Nothing},
+		{name: "a terminating Pod is not prepared", change: []func(*Facts){requested("c-1"),
+			func(f *Facts) { f.m("c-1").Pod.Deleting = true }},
+			kind: Wait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := healthyFacts(t, 3, "")
+			for _, c := range tt.change {
+				c(&f)
+			}
+			d := Plan(f)
+			a := d.Action
+			if a.Kind != tt.kind || (tt.member != "" && a.Member != tt.member) || (tt.reason != "" && a.Reason != tt.reason) {
+				t.Fatalf("Plan() = %s: %s; want %s %s (%s)", a, a.Message, tt.kind, tt.member, tt.reason)
+			}
+			if !strings.Contains(a.Message, tt.says) {
+				t.Errorf("message %q does not say %q", a.Message, tt.says)
+			}
+			if a.Kind == PrepareEviction && (a.Disruption == nil || a.Disruption.Kind != disruption.Evict) {
+				t.Errorf("PrepareEviction without an Evict disruption: %+v", a.Disruption)
+			}
+		})
+	}
+}
+
+// TestPreparedMemberBlocksOtherDisruptions: a prepared member counts as disrupted, so a roll waits.
+func TestPreparedMemberBlocksOtherDisruptions(t *testing.T) {
+	f := healthyFacts(t, 3, "")
+	f.m("c-1").Pod.EvictionRequested = f.Now.Add(-time.Second)
+	f.m("c-1").Pod.EvictionPrepared = true
+	if err := disruption.Check(f.DisruptionView(), disruption.Request{Kind: disruption.Restart, Victim: "c-2"}); err == nil {
+		t.Fatal("a restart of c-2 is allowed while c-1 is prepared for its eviction")
+	}
+}
