@@ -133,14 +133,13 @@ func TestPlacementSpreadsOverNodesAndZones(t *testing.T) {
 	t.Logf("placement: nodes %v zones %v", onNode, inZone)
 	f.WaitFor(t, ns, "PlacementAtRisk False", time.Minute, func(ctx context.Context) (bool, error) {
 		c, err := placementCondition(ctx, ns, "spread")
-		return c == string(metav1.ConditionFalse)+"/"+plan.ReasonSpread, fmt.Errorf("PlacementAtRisk %s %v", c, err)
+		return c == string(metav1.ConditionFalse)+"/"+plan.ReasonSpread, fmt.Errorf("PlacementAtRisk %s %w", c, err)
 	})
 
 	update(t, ns, "spread", func(ec *stewardv1.EtcdCluster) { ec.Spec.Replicas = ptr.To(int32(4)) })
 	waitSettled(t, ns, "spread", 4, 4*time.Minute)
 	f.WaitFor(t, ns, "PlacementAtRisk True (MembersShareNode)", time.Minute, func(ctx context.Context) (bool, error) {
 		c, err := placementCondition(ctx, ns, "spread")
-		return c == string(metav1.ConditionTrue)+"/"+plan.ReasonMembersShareNode, fmt.Errorf("PlacementAtRisk %s %v", c, err)
+		return c == string(metav1.ConditionTrue)+"/"+plan.ReasonMembersShareNode, fmt.Errorf("PlacementAtRisk %s %w", c, err)
 	})
 }
-
