@@ -28,8 +28,9 @@ func replaceLostAfter(s int32) func(*stewardv1.EtcdCluster) {
 	}
 }
 
-// voters is a function for the disruption monitor: the voters status lists now (a replacement
-// takes a new ordinal, and the removed member is no longer expected to serve).
+// voters is a function for the disruption monitor: the voters status lists now, those in etcd's
+// member list as leader or follower (a replacement takes a new ordinal, the removed member is no
+// longer expected to serve, and a member not yet or no longer in etcd's list is no voter).
 func voters(ns, name string) func() []string {
 	return func() []string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -40,7 +41,7 @@ func voters(ns, name string) func() []string {
 		}
 		var out []string
 		for _, m := range ec.Status.Members {
-			if m.Role != stewardv1.RoleLearner {
+			if m.Role == stewardv1.RoleLeader || m.Role == stewardv1.RoleFollower {
 				out = append(out, m.Name)
 			}
 		}
@@ -49,12 +50,15 @@ func voters(ns, name string) func() []string {
 }
 
 // waitReplacedElsewhere waits until the cluster has settled at 3 members again without member
-// gone (and without its etcd member ID), and returns the replacement's name.
+// gone (and without its etcd member ID), and returns the replacement's name: the member that was
+// not there when the wait began (call it before the member is removed).
 func waitReplacedElsewhere(t *testing.T, ns, name, gone, goneID string, within time.Duration) string {
 	t.Helper()
 	var added string
+	before := memberIDs(t, ns, name)
 	f.WaitFor(t, ns, gone+" replaced under a new name", within, func(ctx context.Context) (bool, error) {
 		ids := memberIDs(t, ns, name)
+		added = ""
 		if _, still := ids[gone]; still {
 			return false, fmt.Errorf("%s is still a member: %v", gone, ids)
 		}
@@ -67,11 +71,11 @@ func waitReplacedElsewhere(t *testing.T, ns, name, gone, goneID string, within t
 			return false, err
 		}
 		for m := range ids {
-			if m != gone {
+			if _, was := before[m]; !was {
 				added = m
 			}
 		}
-		return true, nil
+		return added != "", fmt.Errorf("no new member in %v", ids)
 	})
 	return added
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,8 +34,18 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// makeXFS creates the image, a loop device over it and the filesystem, and mounts it on dir.
+// makeXFS creates the image, a loop device over it and the filesystem, and mounts it on dir. A
+// provisioning retried after a failure starts again from nothing.
 func makeXFS(ctx context.Context, dir string, size resource.Quantity) error {
+	if isMountPoint(dir) {
+		return nil
+	}
+	if err := removeXFS(ctx, dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
 	img := imagePath(dir)
 	f, err := os.OpenFile(img, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
