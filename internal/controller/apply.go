@@ -197,7 +197,11 @@ func (r *EtcdClusterReconciler) startPod(ctx context.Context, ec *stewardv1.Etcd
 	}
 	if pvc := resources.PVC(ec, m.Name, &m.Spec.Template); pvc != nil && o.pvcs[pvc.Name] == nil {
 		pvc.Annotations = map[string]string{stewardv1.AnnotationClusterUID: string(ec.UID)}
-		if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, pvc)
+		if apierrors.IsAlreadyExists(err) {
+			err = r.ownPVC(ctx, ec, pvc.Namespace, pvc.Name)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -342,4 +346,19 @@ func (r *EtcdClusterReconciler) expandPVC(ctx context.Context, ec *stewardv1.Etc
 	t := *m.Spec.Template.DeepCopy()
 	t.Storage.Size = size
 	return r.recordTemplate(ctx, m, t)
+}
+
+// ownPVC checks, live, that an existing PVC under a new member's name is this cluster's own (made
+// by an earlier try of this step): never start a member on a PVC kept from another member (a
+// detached one, or another cluster's of the same name), whose data is not the new member's.
+func (r *EtcdClusterReconciler) ownPVC(ctx context.Context, ec *stewardv1.EtcdCluster, ns, name string) error {
+	var pvc corev1.PersistentVolumeClaim
+	if err := r.reader().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pvc); err != nil {
+		return err
+	}
+	if pvc.Labels[stewardv1.LabelCluster] != ec.Name || pvc.Annotations[stewardv1.AnnotationClusterUID] != string(ec.UID) {
+		return fmt.Errorf("PVC %s exists and is not this member's (kept from a replaced member, or another cluster's): "+
+			"refusing to start a member on it", name)
+	}
+	return nil
 }

@@ -70,7 +70,10 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 		o.pvcs[pvcs.Items[i].Name] = &pvcs.Items[i]
 	}
 	resizable := r.resizable(ctx, kube, ec)
-	reserved, err := reservedOrdinals(ctx, kube, ec)
+	// Live, whatever kube is: the cache holds only PVCs labelled with a cluster, and a detached PVC
+	// has lost that label (the cache never sees it, and a new member took its ordinal and mounted
+	// the old member's volume: e2e TestManagedNodeUpgrade).
+	reserved, err := reservedOrdinals(ctx, r.reader(), ec)
 	if err != nil {
 		return nil, err
 	}
