@@ -197,13 +197,14 @@ func podSummary(p *corev1.Pod) string {
 	return fmt.Sprintf("phase %s, deleting %v, ready %v, node %s", p.Status.Phase, p.DeletionTimestamp != nil, podServes(p), p.Spec.NodeName)
 }
 
-// assertNotInClientService fails when member's Pod is an endpoint of the client Service.
+// assertNotInClientService fails when member's Pod is a ready endpoint of the client Service (an
+// EndpointSlice also lists terminating Pods, not ready, for graceful termination).
 func assertNotInClientService(t *testing.T, ns, name, member string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := f.Kubectl(ctx, "-n", ns, "get", "endpointslices", "-l", "kubernetes.io/service-name="+resources.ClientServiceName(name),
-		"-o", "jsonpath={.items[*].endpoints[*].targetRef.name}")
+		"-o", "jsonpath={range .items[*].endpoints[?(@.conditions.ready==true)]}{.targetRef.name} {end}")
 	if err != nil {
 		t.Fatal(err)
 	}
