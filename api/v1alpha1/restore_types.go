@@ -4,12 +4,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// BootstrapSpec says where a new cluster's data comes from. It is read only when the cluster is
-// created and cannot change afterwards.
+// BootstrapSpec says where a new cluster's data comes from: a snapshot (restore), or a running
+// cluster Steward takes over (join). It is read only when the cluster is created and cannot change
+// afterwards, except join.abort.
+// +kubebuilder:validation:XValidation:rule="!(has(self.restore) && has(self.join))",message="spec.bootstrap: set restore or join, not both"
 type BootstrapSpec struct {
 	// restore seeds the new cluster from a snapshot.
 	// +optional
 	Restore *RestoreSpec `json:"restore,omitempty"`
+	// join takes over a running etcd cluster: same cluster ID, same data, continuous revisions,
+	// clients served throughout (docs/adopt.md).
+	// +optional
+	Join *JoinSpec `json:"join,omitempty"`
 }
 
 // RestoreSpec names the snapshot a new cluster starts from: an EtcdBackup, or an object directly.
