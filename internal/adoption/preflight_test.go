@@ -1,0 +1,157 @@
+package adoption
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// source is a healthy 3-member 3.6 source run by StatefulSet etcd, plaintext peers.
+func source() Source {
+	s := Source{Names: map[uint64]string{}, StatefulSet: &StatefulSet{Name: "etcd", Found: true, Replicas: 3,
+		Pods: []string{"etcd-0", "etcd-1", "etcd-2"}}}
+	for i := range 3 {
+		id := uint64(0xa0 + i)
+		name := fmt.Sprintf("etcd-%d", i)
+		s.Etcd.Members = append(s.Etcd.Members, health.Member{ID: id, Name: name,
+			PeerURLs: []string{fmt.Sprintf("http://%s.etcd-headless.ns.svc.cluster.local:2380", name)}})
+		s.Names[id] = "source-" + name
+		s.Etcd.Endpoints = append(s.Etcd.Endpoints, health.Endpoint{Member: "source-" + name, Reachable: true, Healthy: true,
+			MemberID: id, LeaderID: 0xa0, Version: "3.6.16", DBSize: 20 << 20, DBSizeQuota: 2 << 30, ReadOK: true})
+	}
+	return s
+}
+
+func target() Target {
+	return Target{Version: "3.6.16", PeerScheme: "http", QuotaBytes: DefaultQuotaBytes,
+		MemberNames: []string{"adopted-0", "adopted-1", "adopted-2", "adopted-3"}}
+}
+
+func firstFailure(checks []stewardv1.AdoptionCheck) (string, string) {
+	for _, c := range checks {
+		if !c.Passed {
+			return c.Name, c.Message
+		}
+	}
+	return "", ""
+}
+
+func TestPreflight(t *testing.T) {
+	cases := []struct {
+		name       string
+		source     func(*Source)
+		target     func(*Target)
+		check, msg string // "" = every check passes
+	}{
+		{name: "healthy source"},
+		{name: "no StatefulSet named", source: func(s *Source) { s.StatefulSet = nil }},
+		{name: "3.5 source, 3.5 target", source: func(s *Source) { setVersion(s, "3.5.21") }, target: func(t *Target) { t.Version = "3.5.21" }},
+		{name: "newer patch on Steward's side", target: func(t *Target) { t.Version = "3.6.17" }},
+		{name: "unreachable", source: func(s *Source) { s.Etcd.MemberListErr = "context deadline exceeded" },
+			check: CheckReachable, msg: "could not be read through spec.bootstrap.join.endpoints"},
+		{name: "a learner", source: func(s *Source) { s.Etcd.Members[2].IsLearner = true },
+			check: CheckNoLearner, msg: "is a learner: promote it or remove it"},
+		{name: "a member down", source: func(s *Source) { s.Etcd.Endpoints[1] = health.Endpoint{Member: "source-etcd-1", Err: "refused"} },
+			check: CheckHealthy, msg: "member etcd-1 did not answer"},
+		{name: "a member reporting an error", source: func(s *Source) { s.Etcd.Endpoints[1].Errors = []string{"etcdserver: no leader"} },
+			check: CheckHealthy, msg: "etcd-1 is not healthy (etcdserver: no leader)"},
+		{name: "no leader", source: func(s *Source) {
+			for i := range s.Etcd.Endpoints {
+				s.Etcd.Endpoints[i].LeaderID = 0
+			}
+		}, check: CheckHealthy, msg: "no member reports a leader"},
+		{name: "an alarm", source: func(s *Source) { s.Etcd.Alarms = []health.Alarm{{MemberID: 0xa1, Type: health.AlarmNoSpace}} },
+			check: CheckNoAlarm, msg: "NOSPACE"},
+		{name: "auth enabled", source: func(s *Source) { s.AuthEnabled = true },
+			check: CheckAuth, msg: "authentication is enabled"},
+		{name: "auth status unreadable", source: func(s *Source) { s.AuthErr = "timeout" },
+			check: CheckAuth, msg: "could not be read: timeout"},
+		{name: "3.4 source", source: func(s *Source) { setVersion(s, "3.4.30") }, target: func(t *Target) { t.Version = "3.5.21" },
+			check: CheckVersion, msg: "upgrade the source to 3.5 first"},
+		{name: "target a minor ahead", target: func(t *Target) { t.Version = "3.7.0" },
+			check: CheckVersion, msg: "set spec.version to the source's version (3.6.x)"},
+		{name: "target a minor behind", source: func(s *Source) { setVersion(s, "3.6.16") }, target: func(t *Target) { t.Version = "3.5.21" },
+			check: CheckVersion, msg: "set spec.version to the source's version (3.6.x)"},
+		{name: "mixed source minors", source: func(s *Source) { s.Etcd.Endpoints[0].Version = "3.5.21" },
+			check: CheckVersion, msg: "the source runs etcd 3.5.21"},
+		{name: "TLS peers, plaintext Steward", source: func(s *Source) {
+			s.Etcd.Members[0].PeerURLs = []string{"https://etcd-0.etcd-headless.ns.svc:2380"}
+		}, check: CheckPeerScheme, msg: "set spec.tls.enabled to match the source"},
+		{name: "source quota above Steward's", source: func(s *Source) { s.Etcd.Endpoints[0].DBSizeQuota = 8 << 30 },
+			check: CheckQuota, msg: "below the source's quota (8192.0 MiB): set spec.options.quotaBackendBytes to at least 8589934592"},
+		{name: "3.5 source (no quota reported) larger than Steward's quota", source: func(s *Source) {
+			for i := range s.Etcd.Endpoints {
+				s.Etcd.Endpoints[i].DBSizeQuota = 0
+			}
+			s.Etcd.Endpoints[2].DBSize = 3 << 30
+		}, check: CheckQuota, msg: "below the source's database size"},
+		{name: "a source member named like Steward's", source: func(s *Source) { s.Etcd.Members[0].Name = "adopted-3" },
+			check: CheckNames, msg: "source member adopted-3 has a name Steward's members would take"},
+		{name: "a Service taken", target: func(t *Target) { t.TakenServices = []string{"adopted-client"} },
+			check: CheckNames, msg: "Service adopted-client exists and is not this cluster's"},
+		{name: "StatefulSet missing", source: func(s *Source) { s.StatefulSet.Found = false },
+			check: CheckStatefulSet, msg: "was not found"},
+		{name: "Bitnami preStop hook", source: func(s *Source) { s.StatefulSet.PreStop = true },
+			check: CheckStatefulSet, msg: "removeMemberOnContainerTermination=false"},
+		{name: "StatefulSet size differs", source: func(s *Source) { s.StatefulSet.Replicas = 4 },
+			check: CheckStatefulSet, msg: "has 4 replicas and the cluster 3 members"},
+		{name: "a member outside the StatefulSet", source: func(s *Source) {
+			s.Etcd.Members[2].PeerURLs = []string{"http://vm-7.example.com:2380"}
+		}, check: CheckStatefulSet, msg: "member etcd-2 (peer URLs http://vm-7.example.com:2380) is not run by one Pod"},
+		{name: "two members on one Pod", source: func(s *Source) {
+			s.Etcd.Members[2].PeerURLs = s.Etcd.Members[1].PeerURLs
+		}, check: CheckStatefulSet, msg: "is not run by one Pod"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, tg := source(), target()
+			if tc.source != nil {
+				tc.source(&s)
+			}
+			if tc.target != nil {
+				tc.target(&tg)
+			}
+			checks := Preflight(s, tg)
+			ok, why := Passed(checks)
+			name, msg := firstFailure(checks)
+			switch {
+			case tc.check == "" && !ok:
+				t.Fatalf("refused: %s", why)
+			case tc.check == "":
+				if len(checks) != 10 {
+					t.Fatalf("%d checks ran, want 10", len(checks))
+				}
+			case ok:
+				t.Fatalf("passed; want %s to fail", tc.check)
+			case name != tc.check || !strings.Contains(msg, tc.msg):
+				t.Fatalf("first failure %s: %q; want %s containing %q", name, msg, tc.check, tc.msg)
+			case !strings.HasPrefix(why, tc.check+": "):
+				t.Fatalf("Passed says %q", why)
+			}
+		})
+	}
+}
+
+func setVersion(s *Source, v string) {
+	for i := range s.Etcd.Endpoints {
+		s.Etcd.Endpoints[i].Version = v
+	}
+}
+
+func TestPassedWithoutChecks(t *testing.T) {
+	if ok, why := Passed(nil); ok || why == "" {
+		t.Fatalf("no checks must not pass: %v %q", ok, why)
+	}
+}
+
+// Unreachable stops the preflight: nothing else can be judged, and nothing may look passed.
+func TestPreflightStopsWhenUnreachable(t *testing.T) {
+	s := source()
+	s.Etcd.MemberListErr = "refused"
+	if got := Preflight(s, target()); len(got) != 1 || got[0].Passed {
+		t.Fatalf("checks %+v", got)
+	}
+}
