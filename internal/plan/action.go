@@ -112,6 +112,10 @@ const (
 	// ExpandPVC raises the member PVC's storage request to the observed size and records it on the
 	// member's template.
 	ExpandPVC Kind = "ExpandPVC"
+	// ScaleSource scales the adopted source's StatefulSet (spec.bootstrap.join.statefulSetName)
+	// from SourceReplicas+1 down to SourceReplicas, once the member its highest Pod runs has left
+	// etcd; preconditioned on the replicas the plan saw.
+	ScaleSource Kind = "ScaleSource"
 )
 
 // Action is the one thing to do now.
@@ -147,6 +151,8 @@ type Action struct {
 	ForceNewCluster bool
 	// Revision and HeadRevision (Compact): compact to Revision; the head was HeadRevision.
 	Revision, HeadRevision int64
+	// SourceReplicas (ScaleSource): the source StatefulSet's replicas to set.
+	SourceReplicas int32
 	// DefragTrigger (Defragment): the threshold or the schedule.
 	DefragTrigger stewardv1.DefragmentationTrigger
 	// Reason is a CamelCase reason for conditions; Message is for humans.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -13,8 +14,8 @@ import (
 // formed reports whether the cluster ever formed. Only a cluster that never formed may start a seed
 // with --initial-cluster-state=new: doing it later would split off a second cluster.
 func (v *view) formed() bool {
-	if v.f.Cluster.Status.ClusterID != "" || len(v.f.Etcd.Members) > 0 {
-		return true
+	if v.f.Cluster.Status.ClusterID != "" || len(v.f.Etcd.Members) > 0 || v.f.join() != nil {
+		return true // a joining cluster formed long ago, elsewhere
 	}
 	for _, m := range v.members {
 		if m.ID != "" || (m.Phase != "" && m.Phase != stewardv1.MemberPending) {
@@ -142,6 +143,11 @@ func (v *view) quorumLost(notes) outcome {
 			return built(act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name))
 		}
 	}
+	if v.f.Adopting() {
+		// Half the voters may be the source's: Steward recovers nothing it does not own.
+		return decided(wait(ReasonQuorumLost, "%d of %d voters healthy during an adoption: no membership change and no "+
+			"recovery until the source and Steward's members hold quorum again", healthy, voters))
+	}
 	q := v.quorumEvidence()
 	reason, msg := ReasonQuorumLost, fmt.Sprintf("%d of %d voters healthy; %s", healthy, voters, q.Summary(v.order()))
 	if q.State == evidence.Held || len(q.Unreachable) > 0 {
@@ -167,7 +173,7 @@ func (v *view) quorum() (healthy, voters int, ok bool) {
 			continue
 		}
 		voters++
-		for _, m := range v.members {
+		for _, m := range append(slices.Clone(v.members), v.sources...) {
 			if m.live != nil && m.live.ID == l.ID && m.healthy() {
 				healthy++
 			}

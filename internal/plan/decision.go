@@ -91,6 +91,12 @@ const (
 	ReasonMemberCorrupt         Reason = "MemberCorrupt"
 	ReasonCorruptMemberReplaced Reason = "CorruptMemberReplaced"
 	ReasonCorruptionNeedsHuman  Reason = "CorruptionNeedsHuman"
+	// Adoption of a running cluster (spec.bootstrap.join).
+	ReasonAdoptionPreflight Reason = "AdoptionPreflight"
+	ReasonAdoptionRefused   Reason = "AdoptionRefused"
+	ReasonHandingOver       Reason = "HandingOver"
+	ReasonAbortingAdoption  Reason = "AbortingAdoption"
+	ReasonAdoptionAborted   Reason = "AdoptionAborted"
 	// Quorum-loss recovery.
 	ReasonRecoveringQuorum        Reason = "RecoveringQuorum"
 	ReasonFencingMember           Reason = "FencingMember"
@@ -180,6 +186,8 @@ type Decision struct {
 	Rollout        *stewardv1.RolloutStatus
 	// Conditions carry Type, Status, Reason and Message; the controller sets generation and times.
 	Conditions []metav1.Condition
+	// Adoption is status.adoption (spec.bootstrap.join); nil for other clusters.
+	Adoption *stewardv1.AdoptionStatus
 	// Gate is the recovery gate over every expected voter.
 	Gate health.Result
 	// AdoptionRefused says why the spec is not the target yet (a version step no member may take

@@ -92,5 +92,8 @@ func (v *view) order() []string {
 	for _, o := range v.orphans {
 		out = append(out, orphanName(o.ID))
 	}
+	for _, s := range v.sources {
+		out = append(out, s.Name)
+	}
 	return out
 }

@@ -57,6 +57,35 @@ type Facts struct {
 	// an older one is rolled like an outdated template, so an operator upgrade that changes the Pod
 	// (security context, probes, flags) reaches every member one at a time. 0 turns the check off.
 	PodRevision int
+	// Adoption is what the controller read for a cluster taking over a running one
+	// (spec.bootstrap.join); nil for other clusters. The source's members themselves are in Etcd:
+	// the live members no EtcdMember claims, each endpoint named SourceName.
+	Adoption *Adoption
+}
+
+// Adoption is what the plan needs beyond etcd's own reads to hand a source over.
+type Adoption struct {
+	// Checks are the preflight's verdict (internal/adoption.Preflight) on this reconcile's live
+	// reads; run only until the hand-over started.
+	Checks []stewardv1.AdoptionCheck
+	// StatefulSet is the named source StatefulSet as read live (nil when none is named).
+	StatefulSet *SourceSet
+}
+
+// SourceSet is the source's StatefulSet.
+type SourceSet struct {
+	Name  string
+	Found bool
+	// Replicas is spec.replicas.
+	Replicas int32
+	// Pods are its Pods that exist (terminating ones included), by name.
+	Pods []SourcePod
+}
+
+// SourcePod is one Pod of the source's StatefulSet.
+type SourcePod struct {
+	Name     string
+	Deleting bool
 }
 
 // TLS is the certificate step's verdict for the plan.

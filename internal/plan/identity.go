@@ -1,6 +1,9 @@
 package plan
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // identity holds everything while etcd answers as another cluster, or an endpoint as another member,
 // than the one Steward believes it reached. A Pod IP reused by another etcd, a Service routing across
@@ -16,7 +19,7 @@ func (v *view) identity() (Action, bool) {
 			"(status.clusterID): nothing is changed until they match; check that the client Service and the "+
 			"member Pods reach this cluster's etcd", got, want), true
 	}
-	for _, m := range v.members {
+	for _, m := range append(slices.Clone(v.members), v.sources...) {
 		e := m.ep
 		if e == nil || !e.Reachable {
 			continue

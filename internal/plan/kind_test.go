@@ -78,6 +78,7 @@ func TestKindProperties(t *testing.T) {
 		AbortRecovery:         {acts: true, recovery: true},
 		ExpandPVC:             {acts: true, member: true},
 		PrepareEviction:       {acts: true, member: true, disrupts: true},
+		ScaleSource:           {acts: true},
 	}
 	for _, k := range Kinds() {
 		w, ok := want[k]

@@ -84,6 +84,14 @@ func (v *view) clusterDeleting() (Action, bool) {
 	if v.f.Cluster.DeletionTimestamp == nil {
 		return Action{}, false
 	}
+	if v.f.abortingAdoption() {
+		// Mid-adoption the source still serves: Steward's members leave etcd one at a time before
+		// the teardown, exactly as for abort (the controller holds the teardown meanwhile).
+		if a, ok, _ := v.halfDoneMembership(); ok {
+			return a, true
+		}
+		return v.handOver(notes{}).action, true
+	}
 	// Teardown removes the whole cluster; members leave together, no MemberRemove one by one.
 	return act(Nothing, "", ReasonClusterDeleting, "the cluster is being deleted"), true
 }

@@ -14,11 +14,14 @@ import (
 
 // view joins the facts once: each member with its live etcd entry and endpoint, by peer URL.
 type view struct {
-	f        *Facts
-	lim      Limits
-	target   stewardv1.MemberTemplate
-	members  []*memberView // by ordinal
-	orphans  []health.Member
+	f       *Facts
+	lim     Limits
+	target  stewardv1.MemberTemplate
+	members []*memberView // by ordinal
+	orphans []health.Member
+	// sources are the live members of a cluster being adopted that Steward did not create
+	// (adoption.go); while it adopts, no live member is an orphan.
+	sources  []*memberView
 	leaderID uint64
 }
 
@@ -54,7 +57,18 @@ func newView(f *Facts) *view {
 		v.members = append(v.members, m)
 	}
 	for _, l := range f.Etcd.Members {
-		if !claimed[l.ID] {
+		switch {
+		case claimed[l.ID]:
+		case f.Adopting():
+			s := &memberView{Member: &Member{Name: SourceName(l)}, live: &l, leader: l.ID == v.leaderID && v.leaderID != 0}
+			if len(l.PeerURLs) > 0 {
+				s.PeerURL = l.PeerURLs[0]
+			}
+			if ep, ok := f.Etcd.Endpoint(s.Name); ok {
+				s.ep = &ep
+			}
+			v.sources = append(v.sources, s)
+		default:
 			v.orphans = append(v.orphans, l)
 		}
 	}
@@ -232,6 +246,13 @@ func (v *view) disruptionView() disruption.Cluster {
 			Lost: v.lossDue(m), Evicting: v.evicting(m),
 		})
 	}
+	for _, s := range v.sources {
+		// A source member runs in a Pod Steward does not manage: etcd's view of it is all there is.
+		c.Members = append(c.Members, disruption.Member{
+			Name: s.Name, ID: s.id(), Voter: s.voter(), Learner: s.learner(), Leader: s.leader,
+			Healthy: s.healthy() && v.caughtUp(s), PodExists: true, PodReady: s.healthy(),
+		})
+	}
 	for _, o := range v.orphans {
 		// Nobody answers for an orphan's endpoint: it counts as disrupted until it is removed.
 		c.Members = append(c.Members, disruption.Member{
@@ -282,6 +303,16 @@ func (v *view) expectedVoters() []health.Voter {
 	for _, m := range v.active() {
 		out = append(out, health.Voter{Name: m.Name, PeerURL: m.PeerURL})
 	}
+	return append(out, v.sourceExpected()...)
+}
+
+// sourceExpected: the source's voters are expected voters while they are still in etcd; each
+// leaves only by the hand-over's own removal.
+func (v *view) sourceExpected() []health.Voter {
+	var out []health.Voter
+	for _, s := range v.sourceVoters() {
+		out = append(out, health.Voter{Name: s.Name, PeerURL: s.PeerURL})
+	}
 	return out
 }
 
@@ -301,6 +332,7 @@ func (v *view) gateRunning() health.Result {
 			voters = append(voters, health.Voter{Name: m.Name, PeerURL: m.PeerURL})
 		}
 	}
+	voters = append(voters, v.sourceExpected()...)
 	return health.Gate(v.f.Etcd, health.Expectation{Voters: voters, Tolerance: v.lim.AppliedIndexTolerance})
 }
 

@@ -1,0 +1,413 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/adoption"
+	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/health"
+)
+
+// Adoption (spec.bootstrap.join): Steward's members join a running cluster one at a time and each
+// replaces a source member, so the cluster keeps its ID, data and revisions. While it lasts, the
+// live members no EtcdMember claims are the source's (v.sources), never orphans: they count in the
+// gate, the quorum and the disruption check like any voter, and only the hand-over removes them.
+
+// SourceName names a source member in endpoints, the disruption view and actions; never a name
+// Steward's own members take (those are <cluster>-<ordinal>).
+func SourceName(m health.Member) string {
+	if m.Name == "" {
+		return fmt.Sprintf("source-%x", m.ID)
+	}
+	return "source-" + m.Name
+}
+
+func (f *Facts) join() *stewardv1.JoinSpec {
+	if b := f.Cluster.Spec.Bootstrap; b != nil {
+		return b.Join
+	}
+	return nil
+}
+
+func (f *Facts) recordedAdoption() stewardv1.AdoptionPhase {
+	if a := f.Cluster.Status.Adoption; a != nil {
+		return a.Phase
+	}
+	return ""
+}
+
+// Adopting: a joining cluster whose hand-over (or its abort) has not finished.
+func (f *Facts) Adopting() bool {
+	p := f.recordedAdoption()
+	return f.join() != nil && p != stewardv1.AdoptionDone && p != stewardv1.AdoptionAborted
+}
+
+// abortingAdoption: abort asked for, or the cluster deleted, mid-adoption: Steward's members leave
+// etcd one at a time, and the source is left as it was.
+func (f *Facts) abortingAdoption() bool {
+	return f.Adopting() && (f.join().Abort || f.Cluster.DeletionTimestamp != nil)
+}
+
+// handOverStarted: something of the cluster changed already (a Steward member exists, or a source
+// member left), so the preflight no longer decides.
+func (v *view) handOverStarted() bool {
+	if len(v.members) > 0 {
+		return true
+	}
+	switch v.f.recordedAdoption() {
+	case stewardv1.AdoptionHandingOver, stewardv1.AdoptionAborting:
+		return true
+	}
+	return false
+}
+
+// handOver is the adoption step. It decides whenever the cluster is adopting, so nothing after it
+// (a roll, a scale) runs until the hand-over is finished.
+func (v *view) handOver(notes) outcome {
+	if !v.f.Adopting() {
+		return pass()
+	}
+	if !v.f.Etcd.MemberListKnown() {
+		return decided(wait(ReasonWaitingForHealth, "the adoption waits for the member list: %s", v.f.Etcd.MemberListErr))
+	}
+	if v.f.abortingAdoption() {
+		return decided(v.abortAdoption())
+	}
+	if !v.handOverStarted() {
+		var checks []stewardv1.AdoptionCheck
+		if v.f.Adoption != nil {
+			checks = v.f.Adoption.Checks
+		}
+		if ok, why := adoption.Passed(checks); !ok {
+			return decided(wait(ReasonAdoptionRefused, "the adoption is refused and nothing of the source was changed: %s", why))
+		}
+	}
+	if a, ok := v.sourceStopping(); ok {
+		return decided(a)
+	}
+	ours := 0
+	for _, m := range v.active() {
+		if !m.voter() {
+			// One member on its way in at a time; pending (or halfDone, for a learner) brings it.
+			if a, ok := v.pending(); ok {
+				return decided(a)
+			}
+			return decided(wait(ReasonHandingOver, "%s is joining", m.Name))
+		}
+		ours++
+	}
+	switch adoption.Next(ours, len(v.sourceVoters()), v.f.replicas()) {
+	case adoption.Add:
+		if r := v.gate(); !r.Passed() {
+			return decided(wait(ReasonWaitingForHealth, "adding a Steward member waits for the recovery gate: %s", r))
+		}
+		o := v.lowestFreeOrdinal()
+		a := act(CreateMember, memberName(v.f, o), ReasonHandingOver, "handing over: adding Steward member %s (%d of %d; %d source members left)",
+			memberName(v.f, o), ours+1, v.f.replicas(), len(v.sourceVoters()))
+		a.Ordinal = o
+		return built(a)
+	case adoption.RemoveSource:
+		return decided(v.removeSource())
+	}
+	return pass()
+}
+
+func (v *view) sourceVoters() []*memberView {
+	var out []*memberView
+	for _, s := range v.sources {
+		if s.voter() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// removeSource removes the next source member from etcd, leadership moved to a Steward member
+// first, through the chokepoint (which counts the source members like any voter).
+func (v *view) removeSource() Action {
+	if r := v.gate(); !r.Passed() {
+		return wait(ReasonWaitingForHealth, "removing a source member waits for the recovery gate: %s", r)
+	}
+	victim := v.sourceVictim()
+	if victim == nil {
+		return wait(ReasonHandingOver, "no source member is left to remove")
+	}
+	if victim.leader {
+		return v.moveLeader(victim, "removing it from etcd")
+	}
+	a, _ := v.disrupt(act(RemoveMember, victim.Name, ReasonHandingOver, "handing over: removing source member %s from etcd",
+		victim.live.Name), disruption.Remove)
+	if a.Kind == RemoveMember {
+		a.MemberID = victim.id()
+	}
+	return a
+}
+
+// sourceVictim: the source voter whose StatefulSet Pod has the highest ordinal (a StatefulSet
+// scales down from there), else the highest etcd name.
+func (v *view) sourceVictim() *memberView {
+	byKey := map[string]*memberView{}
+	var keys []string
+	for _, s := range v.sourceVoters() {
+		key := s.live.Name
+		if p := v.sourcePod(*s.live); p != "" {
+			key = p
+		}
+		byKey[key] = s
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return byKey[adoption.RemovalOrder(keys)[0]]
+}
+
+// sourcePod is the StatefulSet Pod that runs a source member: as recorded, else matched now.
+func (v *view) sourcePod(m health.Member) string {
+	if rec := v.f.Cluster.Status.Adoption; rec != nil {
+		for _, s := range rec.SourceMembers {
+			if s.ID == strconv.FormatUint(m.ID, 16) && s.Pod != "" {
+				return s.Pod
+			}
+		}
+	}
+	set := v.sourceSet()
+	if set == nil {
+		return ""
+	}
+	var pods []string
+	for _, p := range set.Pods {
+		pods = append(pods, p.Name)
+	}
+	for _, u := range m.PeerURLs {
+		if p := adoption.PodOf(u, pods); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+func (v *view) sourceSet() *SourceSet {
+	if v.f.Adoption == nil || v.f.Adoption.StatefulSet == nil || !v.f.Adoption.StatefulSet.Found {
+		return nil
+	}
+	return v.f.Adoption.StatefulSet
+}
+
+// sourceStopping: a source member that left etcd is stopped before the next one leaves. Its Pod
+// is the StatefulSet's highest (removal goes in that order): the StatefulSet is scaled down by one,
+// then the Pod is awaited. Only Pods recorded as running a source member are considered, so a Pod
+// someone else added is never scaled away.
+func (v *view) sourceStopping() (Action, bool) {
+	set := v.sourceSet()
+	if set == nil {
+		return Action{}, false
+	}
+	serving := map[string]bool{}
+	for _, s := range v.sources {
+		if p := v.sourcePod(*s.live); p != "" {
+			serving[p] = true
+		}
+	}
+	removed := map[string]bool{}
+	if rec := v.f.Cluster.Status.Adoption; rec != nil {
+		for _, s := range rec.SourceMembers {
+			if s.Pod != "" && !serving[s.Pod] {
+				removed[s.Pod] = true
+			}
+		}
+	}
+	pods := slices.Clone(set.Pods)
+	slices.SortFunc(pods, func(a, b SourcePod) int { return podOrdinal(b.Name) - podOrdinal(a.Name) })
+	for _, p := range pods {
+		if !removed[p.Name] {
+			return Action{}, false // the highest Pod still serves (or is not the source's): nothing to stop
+		}
+		ord := int32(podOrdinal(p.Name))
+		if ord >= 0 && set.Replicas > ord {
+			a := act(ScaleSource, "", ReasonHandingOver, "handing over: scaling StatefulSet %s from %d to %d replicas: %s's member left etcd",
+				set.Name, set.Replicas, ord, p.Name)
+			a.SourceReplicas = ord
+			return a, true
+		}
+		return wait(ReasonHandingOver, "waiting for source Pod %s to stop (StatefulSet %s at %d replicas)", p.Name, set.Name, set.Replicas), true
+	}
+	return Action{}, false
+}
+
+func podOrdinal(name string) int {
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] < '0' || name[i] > '9' {
+			n, err := strconv.Atoi(name[i+1:])
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	n, err := strconv.Atoi(name)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// abortAdoption takes Steward's members out, highest ordinal first, each through the scale-down
+// flow (leadership handed to a source member first). Once the last source member has left etcd
+// there is nothing to go back to: the abort does nothing, and the cluster is Steward's.
+func (v *view) abortAdoption() Action {
+	if len(v.sourceVoters()) == 0 && v.handOverStarted() {
+		return act(Nothing, "", ReasonHandingOver, "abort does nothing: the last source member already left etcd; the cluster is Steward's")
+	}
+	for _, m := range v.members {
+		if m.Deleting {
+			return wait(ReasonAbortingAdoption, "aborting the adoption: removing Steward member %s", m.Name)
+		}
+	}
+	active := v.active()
+	if len(active) == 0 {
+		return act(Nothing, "", ReasonAdoptionAborted, "the adoption was aborted: no Steward member is left; the source runs as it did")
+	}
+	victim := active[len(active)-1]
+	if victim.leader {
+		return v.moveLeaderToSource(victim)
+	}
+	a, blocked := v.disrupt(act(DeleteMember, victim.Name, ReasonAbortingAdoption, "aborting the adoption: removing Steward member %s",
+		victim.Name), disruption.Remove)
+	if blocked || a.Kind == Wait {
+		return a
+	}
+	// As a scale-down: deleting the object is the intent; MemberRemove follows in its finalizer
+	// flow, through the chokepoint.
+	a.Disruption = nil
+	a.MemberID = victim.id()
+	return a
+}
+
+func (v *view) moveLeaderToSource(m *memberView) Action {
+	for _, s := range v.sourceVoters() {
+		if s.healthy() && v.caughtUp(s) {
+			a := act(MoveLeader, m.Name, ReasonMovingLeader, "moving leadership from %s to source member %s before removing it",
+				m.Name, s.live.Name)
+			a.MemberID, a.Target, a.TargetID = m.id(), s.Name, s.id()
+			return a
+		}
+	}
+	return wait(ReasonNoLeadershipTarget, "%s leads and no source member is healthy to take over", m.Name)
+}
+
+// adoptionStatus is status.adoption after this reconcile: the phase follows from the facts, and
+// every source member found is kept on record with what became of it.
+func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
+	prev := v.f.Cluster.Status.Adoption
+	if v.f.join() == nil {
+		return prev
+	}
+	out := &stewardv1.AdoptionStatus{}
+	if prev != nil {
+		out = prev.DeepCopy()
+	}
+	if !v.f.Adopting() || !v.f.Etcd.MemberListKnown() {
+		if out.Phase == "" {
+			out.Phase = stewardv1.AdoptionPreflight
+		}
+		return out
+	}
+	v.recordSources(out)
+	if out.ClusterID == "" {
+		out.ClusterID = v.f.EtcdClusterID
+	}
+	if out.Version == "" {
+		for _, s := range v.sources {
+			if s.ep != nil && s.ep.Version != "" {
+				out.Version = s.ep.Version
+			}
+		}
+	}
+	now := metav1.NewTime(v.f.Now)
+	started := v.handOverStarted() || a.Kind == CreateMember
+	switch {
+	case v.f.abortingAdoption() && len(v.sourceVoters()) == 0 && started:
+		out.Phase = stewardv1.AdoptionDone
+	case v.f.abortingAdoption() && len(v.members) == 0 && !v.anyOursInEtcd():
+		out.Phase = stewardv1.AdoptionAborted
+	case v.f.abortingAdoption():
+		out.Phase = stewardv1.AdoptionAborting
+	case !started && v.f.Adoption != nil:
+		out.Checks = v.f.Adoption.Checks
+		out.Phase = stewardv1.AdoptionRefused
+		if ok, _ := adoption.Passed(out.Checks); ok {
+			out.Phase = stewardv1.AdoptionPreflight
+		}
+	case !started:
+		out.Phase = stewardv1.AdoptionPreflight
+	case len(v.sourceVoters()) == 0 && v.stopped(out):
+		out.Phase = stewardv1.AdoptionDone
+	default:
+		out.Phase = stewardv1.AdoptionHandingOver
+	}
+	if started && out.StartedAt == nil {
+		out.StartedAt = &now
+	}
+	if (out.Phase == stewardv1.AdoptionDone || out.Phase == stewardv1.AdoptionAborted) && out.FinishedAt == nil {
+		out.FinishedAt = &now
+	}
+	out.Message = a.Message
+	return out
+}
+
+// anyOursInEtcd: a member of the live list that is not the source's, i.e. one of Steward's.
+func (v *view) anyOursInEtcd() bool {
+	return len(v.f.Etcd.Members) > len(v.sources)
+}
+
+// stopped: every source member that left etcd is stopped, as far as Steward stops them (with a
+// StatefulSet named, its Pod is gone).
+func (v *view) stopped(out *stewardv1.AdoptionStatus) bool {
+	for _, s := range out.SourceMembers {
+		if s.State == stewardv1.SourceRemoved && v.sourceSet() != nil && s.Pod != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// recordSources brings status.adoption.sourceMembers up to date: live source members Serving,
+// recorded ones gone from etcd Removed, and Stopped once their StatefulSet Pod is gone.
+func (v *view) recordSources(out *stewardv1.AdoptionStatus) {
+	live := map[string]bool{}
+	for _, s := range v.sources {
+		id := strconv.FormatUint(s.id(), 16)
+		live[id] = true
+		peer := ""
+		if len(s.live.PeerURLs) > 0 {
+			peer = s.live.PeerURLs[0]
+		}
+		i := slices.IndexFunc(out.SourceMembers, func(r stewardv1.SourceMember) bool { return r.ID == id })
+		if i < 0 {
+			out.SourceMembers = append(out.SourceMembers, stewardv1.SourceMember{ID: id})
+			i = len(out.SourceMembers) - 1
+		}
+		r := &out.SourceMembers[i]
+		r.Name, r.PeerURL, r.State = s.live.Name, peer, stewardv1.SourceServing
+		if r.Pod == "" {
+			r.Pod = v.sourcePod(*s.live)
+		}
+	}
+	set := v.sourceSet()
+	for i := range out.SourceMembers {
+		r := &out.SourceMembers[i]
+		if live[r.ID] {
+			continue
+		}
+		r.State = stewardv1.SourceRemoved
+		if set != nil && r.Pod != "" && !slices.ContainsFunc(set.Pods, func(p SourcePod) bool { return p.Name == r.Pod }) {
+			r.State = stewardv1.SourceStopped
+		}
+	}
+}
