@@ -66,6 +66,16 @@ func (v *view) handOverStarted() bool {
 	return false
 }
 
+// adoptionAborted: once aborted, the cluster's etcd is the source's alone. Nothing of it is
+// Steward's to repair, recover or remove, so nothing runs until the EtcdCluster is deleted.
+func (v *view) adoptionAborted() (Action, bool) {
+	if v.f.join() == nil || v.f.recordedAdoption() != stewardv1.AdoptionAborted {
+		return Action{}, false
+	}
+	return act(Nothing, "", ReasonAdoptionAborted, "the adoption was aborted and the source runs as it did: "+
+		"Steward manages none of it; delete this EtcdCluster"), true
+}
+
 // handOver is the adoption step. It decides whenever the cluster is adopting, so nothing after it
 // (a roll, a scale) runs until the hand-over is finished.
 func (v *view) handOver(notes) outcome {
@@ -264,6 +274,13 @@ func (v *view) abortAdoption() Action {
 	if len(v.sourceVoters()) == 0 && v.handOverStarted() {
 		return act(Nothing, "", ReasonHandingOver, "abort does nothing: the last source member already left etcd; the cluster is Steward's")
 	}
+	if gone := v.sourcesGone(); gone > 0 && v.f.Cluster.DeletionTimestamp == nil {
+		// A removed member cannot rejoin on its old data, so the source cannot be given back as it
+		// was; taking Steward's members out now would only leave the cluster smaller than either.
+		return wait(ReasonBlocked, "abort cannot give the source back: %d of its members already left etcd and cannot rejoin. "+
+			"The hand-over holds here; set spec.bootstrap.join.abort to false to go on, or delete the EtcdCluster to take "+
+			"Steward's members out one at a time (the source keeps the %d members it has)", gone, len(v.sourceVoters()))
+	}
 	for _, m := range v.members {
 		if m.Deleting {
 			return wait(ReasonAbortingAdoption, "aborting the adoption: removing Steward member %s", m.Name)
@@ -287,6 +304,23 @@ func (v *view) abortAdoption() Action {
 	a.Disruption = nil
 	a.MemberID = victim.id()
 	return a
+}
+
+// sourcesGone counts the recorded source members that have left etcd.
+func (v *view) sourcesGone() int {
+	n := 0
+	if rec := v.f.Cluster.Status.Adoption; rec != nil {
+		live := map[string]bool{}
+		for _, s := range v.sources {
+			live[strconv.FormatUint(s.id(), 16)] = true
+		}
+		for _, s := range rec.SourceMembers {
+			if !live[s.ID] {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (v *view) moveLeaderToSource(m *memberView) Action {
@@ -334,6 +368,8 @@ func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
 	switch {
 	case v.f.abortingAdoption() && len(v.sourceVoters()) == 0 && started:
 		out.Phase = stewardv1.AdoptionDone
+	case v.f.abortingAdoption() && v.sourcesGone() > 0 && v.f.Cluster.DeletionTimestamp == nil:
+		out.Phase = stewardv1.AdoptionHandingOver // the abort is refused (abortAdoption says why)
 	case v.f.abortingAdoption() && len(v.members) == 0 && !v.anyOursInEtcd():
 		out.Phase = stewardv1.AdoptionAborted
 	case v.f.abortingAdoption():

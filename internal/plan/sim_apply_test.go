@@ -117,6 +117,8 @@ func (w *world) apply(f Facts, a Action) {
 		w.events = append(w.events, event{step: w.step, kind: a.Kind, reason: a.Reason})
 	case ResetMember, DeleteMember, FinalizeMember, MoveLeader, PatchPodMetadata, ResizePod, RecordTemplate, ExpandPVC:
 		w.applyObject(m, a)
+	case ScaleSource:
+		w.scaleSource(a)
 	}
 }
 
@@ -427,6 +429,11 @@ func (w *world) disrupted() []string {
 			out = append(out, m.name)
 		case (e == nil || e.learner) && m.everVoter && !m.deleting:
 			out = append(out, m.name)
+		}
+	}
+	for _, e := range w.etcd {
+		if w.source(e) != nil && !e.learner && !w.available(e) && !w.faults[e.name] {
+			out = append(out, "source "+e.name)
 		}
 	}
 	return out

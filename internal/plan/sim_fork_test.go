@@ -44,7 +44,16 @@ func (w *world) fork() *world {
 		c.faults[k] = v
 	}
 	c.unschedulable = map[string]bool{}
-	c.trace, c.events, c.errs, c.check, c.liveness = nil, nil, nil, nil, false
+	if w.adopt != nil {
+		a := *w.adopt
+		a.sources = map[string]*wSource{}
+		for k, s := range w.adopt.sources {
+			cs := *s
+			a.sources[k] = &cs
+		}
+		c.adopt = &a
+	}
+	c.trace, c.events, c.errs, c.check, c.liveness, c.stop = nil, nil, nil, nil, false, nil
 	c.seq, c.recording = nil, false
 	return &c
 }
@@ -90,6 +99,9 @@ func (f *world) convergedProblem() string {
 	n := int(*f.cluster.Spec.Replicas)
 	if n == 0 {
 		return ""
+	}
+	if f.adopt != nil && f.cluster.Spec.Bootstrap.Join.Abort {
+		return f.abortedProblem()
 	}
 	if len(f.members) != n || len(f.etcd) != n {
 		return fmt.Sprintf("%d members, %d in etcd; want %d", len(f.members), len(f.etcd), n)

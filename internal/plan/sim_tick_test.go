@@ -26,6 +26,7 @@ func (w *world) tick() {
 			}
 		}
 	}
+	w.tickSources()
 	w.tickEtcd()
 	for name := range w.faults {
 		m := w.member(name)
@@ -166,6 +167,7 @@ func (w *world) liveFacts() Facts {
 		f.Members = append(f.Members, w.memberFacts(m))
 	}
 	f.Etcd = w.etcdFacts()
+	f.Adoption = w.adoptionFacts()
 	if f.Etcd.MemberListKnown() && len(w.etcd) > 0 {
 		f.EtcdClusterID = "c1"
 	}
@@ -240,6 +242,7 @@ func (w *world) etcdFacts() health.Facts {
 		}
 	}
 	storage := w.storageVersion()
+	h.Endpoints = append(h.Endpoints, w.sourceEndpoints()...)
 	for _, e := range w.etcd {
 		m := w.memberOf(e)
 		if m == nil || !w.up(e) {
@@ -288,5 +291,6 @@ func (w *world) recordStatus(d Decision) {
 		meta.SetStatusCondition(&w.cluster.Status.Conditions, c)
 	}
 	w.cluster.Status.LastStep = d.Step
+	w.cluster.Status.Adoption = d.Adoption
 	w.recordEvidence(d)
 }

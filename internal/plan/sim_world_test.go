@@ -81,6 +81,8 @@ type world struct {
 	ev evidenceWorld
 	// stop ends a run early when it says so (after the step's checks).
 	stop func(*world) bool
+	// adopt models the source of an adoption (sim_adoption_test.go); nil otherwise.
+	adopt *adoptWorld
 }
 
 type wMember struct {
@@ -227,6 +229,9 @@ func (w *world) memberOf(e *wEtcd) *wMember {
 
 // up says whether a member's etcd process serves: Pod running, not terminating.
 func (w *world) up(e *wEtcd) bool {
+	if s := w.source(e); s != nil {
+		return s.running && s.deleting == 0
+	}
 	m := w.memberOf(e)
 	return m != nil && m.pod != nil && m.pod.running && m.pod.deleting == 0
 }

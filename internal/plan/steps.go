@@ -87,6 +87,7 @@ func plain(f func() (Action, bool)) func(notes) outcome {
 func (v *view) steps() []step {
 	return []step{
 		{"clusterDeleting", "a cluster being deleted: nothing but teardown", plain(v.clusterDeleting)},
+		{"adoptionAborted", "an aborted adoption: the source is left alone; nothing else runs", plain(v.adoptionAborted)},
 		{"initialTarget", "record the first target template (status.observed)", plain(v.initialTarget)},
 		{"identity", "a cluster or member identity mismatch holds everything (ClusterIdentityMismatch)", plain(v.identity)},
 		{"bootstrap", "bootstrap a cluster that never formed: one seed with --initial-cluster-state=new", v.bootstrap},
