@@ -136,6 +136,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.patchPodMetadata(ctx, ec, o, m)
 	case plan.ExpandPVC:
 		return r.expandPVC(ctx, ec, o, m)
+	case plan.ScaleSource:
+		return r.scaleSource(ctx, ec, a)
 	}
 	return fmt.Errorf("action %s has no implementation", a.Kind)
 }

@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,16 +94,21 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	ctx = failpoint.WithArmed(ctx, ec.Annotations[stewardv1.AnnotationFailpoint])
-	if ec.DeletionTimestamp != nil {
+	if ec.DeletionTimestamp != nil && !holdsTeardown(&ec) {
 		r.Metrics.Forget(ec.Namespace, ec.Name)
 		return ctrl.Result{}, r.teardown(ctx, &ec)
 	}
 	if err := r.ensureFinalizer(ctx, &ec); err != nil {
 		return ctrl.Result{}, err
 	}
-	err := r.ensureServices(ctx, &ec)
+	takenServices, err := r.ensureServices(ctx, &ec)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(takenServices) > 0 {
+		r.event(&ec, corev1.EventTypeWarning, "ServiceNameTaken", "Service %s exists and is not this cluster's: Steward "+
+			"leaves it alone, and its members are not reachable under that name; name the EtcdCluster differently",
+			strings.Join(takenServices, ", "))
 	}
 
 	var tlsObs *tlsObserved
@@ -123,6 +129,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		o.facts.RestoreHold = o.restore.hold
 	}
 	o.facts.ImageHold = r.imageHold(ctx)
+	if o.facts.Adoption, err = r.adoptionFacts(ctx, &ec, o, takenServices); err != nil {
+		return ctrl.Result{}, err
+	}
 	if tlsObs != nil {
 		if err := r.reconcileTLS(ctx, &ec, o, tlsObs); err != nil {
 			return ctrl.Result{}, err

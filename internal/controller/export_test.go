@@ -48,6 +48,12 @@ func (r *EtcdClusterReconciler) MemberEvent(ec *stewardv1.EtcdCluster, member, r
 
 // EnsureServices is the reconcile's upkeep of the Services and the PDB.
 func (r *EtcdClusterReconciler) EnsureServices(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+	_, err := r.ensureServices(ctx, ec)
+	return err
+}
+
+// EnsureServicesTaken is EnsureServices with the names of Services it left alone.
+func (r *EtcdClusterReconciler) EnsureServicesTaken(ctx context.Context, ec *stewardv1.EtcdCluster) ([]string, error) {
 	return r.ensureServices(ctx, ec)
 }
 

@@ -229,7 +229,8 @@ func (r *EtcdClusterReconciler) resizable(ctx context.Context, kube client.Reade
 // voter; under a CORRUPT alarm, every voter's hash too. Failures are facts (the plan decides what they mean), never reconcile errors.
 func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) health.Facts {
 	var f health.Facts
-	if len(o.endpoints) == 0 {
+	seeds := joinSeeds(ec)
+	if len(o.endpoints) == 0 && len(seeds) == 0 {
 		f.MemberListErr = "no member has an address yet"
 		return f
 	}
@@ -244,6 +245,9 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	if len(voters) == 0 {
 		voters = all
 	}
+	// While adopting, the source's endpoints too: before Steward's first member votes they are
+	// the only way in.
+	voters = append(voters, seeds...)
 	slices.Sort(voters)
 	c, err := r.Etcd.Get(string(ec.UID), voters, ec.TLSEnabled())
 	if err != nil {
@@ -251,13 +255,19 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		return f
 	}
 	o.client = c
-	c.Retain(all) // drop connections to Pods that went or moved
 	list, clusterID, err := c.MemberList(ctx)
 	if err != nil {
 		f.MemberListErr = err.Error()
 	} else {
 		o.clusterID = etcd.IDString(clusterID)
+		sourceEndpoints(ec, o, list)
 	}
+	for name, ep := range o.endpoints {
+		if o.members[name] == nil {
+			all = append(all, ep) // a source member's
+		}
+	}
+	c.Retain(all) // drop connections to Pods that went or moved
 	for _, m := range list {
 		f.Members = append(f.Members, health.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
 	}

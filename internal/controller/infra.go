@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -25,10 +26,23 @@ func (r *EtcdClusterReconciler) ensureFinalizer(ctx context.Context, ec *steward
 
 // ensureServices keeps the peer and client Services and the PDB as built from the spec. None of
 // them disrupts a member, so they are kept in shape on every reconcile rather than planned.
-func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+//
+// A Service of the same name that is not this cluster's (a Helm release's, another operator's) is
+// never patched: its selector would start routing its clients to Steward's members. Its name comes
+// back in taken, for the adoption preflight and a Warning event.
+func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv1.EtcdCluster) (taken []string, err error) {
 	for _, want := range []*corev1.Service{resources.PeerService(ec), resources.ClientService(ec)} {
+		var have corev1.Service
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
+		switch {
+		case err == nil && !metav1.IsControlledBy(&have, ec):
+			taken = append(taken, want.Name)
+			continue
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, err
+		}
 		svc := &corev1.Service{ObjectMeta: want.ObjectMeta}
-		_, err := controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
+		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
 			svc.Labels = want.Labels
 			svc.Spec.Selector = want.Spec.Selector
 			svc.Spec.Ports = want.Spec.Ports
@@ -40,22 +54,22 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv
 			return controllerutil.SetControllerReference(ec, svc, r.Client.Scheme())
 		})
 		if err != nil {
-			return fmt.Errorf("service %s: %w", want.Name, err)
+			return nil, fmt.Errorf("service %s: %w", want.Name, err)
 		}
 	}
 	want := resources.PDB(ec)
 	if want == nil {
 		pdb := &policyv1.PodDisruptionBudget{}
 		pdb.Name, pdb.Namespace = resources.PDBName(ec.Name), ec.Namespace
-		return client.IgnoreNotFound(r.Client.Delete(ctx, pdb))
+		return taken, client.IgnoreNotFound(r.Client.Delete(ctx, pdb))
 	}
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
-	_, err := controllerutil.CreateOrPatch(ctx, r.Client, pdb, func() error {
+	_, err = controllerutil.CreateOrPatch(ctx, r.Client, pdb, func() error {
 		pdb.Labels = want.Labels
 		pdb.Spec = want.Spec
 		return controllerutil.SetControllerReference(ec, pdb, r.Client.Scheme())
 	})
-	return err
+	return taken, err
 }
 
 // syncVoterLabels keeps each Pod's voter label equal to what etcd's member list says, so the client

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/manager"
 	"github.com/etcd-steward/steward/internal/metrics"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // countingClient is a direct client whose requests are counted by verb and resource, as the
@@ -194,5 +196,39 @@ func TestRecoveryIntentWrittenOnlyOntoWhatItWasDecidedFrom(t *testing.T) {
 	}
 	if qr := cur.Status.QuorumRecovery; qr == nil || qr.InProgress == nil || qr.InProgress.Survivor != "c-0" {
 		t.Fatalf("the intent was not recorded: %+v", qr)
+	}
+}
+
+// A Service of the cluster's name that is not its own (a Helm release's client Service "etcd",
+// the usual name of the cluster one adopts) is never patched: its selector would route its
+// clients to Steward's members. Before the fix, ensureServices took it over.
+func TestEnsureServicesLeavesOthersServicesAlone(t *testing.T) {
+	ctx := context.Background()
+	ec := unmanagedCluster(namespace(t))
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: resources.ClientServiceName(ec.Name),
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app.kubernetes.io/name": "etcd"},
+			Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}}}
+	if err := env.Client.Create(ctx, theirs); err != nil {
+		t.Fatal(err)
+	}
+	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client}
+	taken, err := r.EnsureServicesTaken(ctx, ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(taken) != 1 || taken[0] != theirs.Name {
+		t.Fatalf("taken = %v, want [%s]", taken, theirs.Name)
+	}
+	var now corev1.Service
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), &now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Spec.Selector["app.kubernetes.io/name"] != "etcd" || len(now.Spec.Selector) != 1 || len(now.OwnerReferences) != 0 {
+		t.Fatalf("their Service was changed: selector %v, owners %v", now.Spec.Selector, now.OwnerReferences)
+	}
+	var peer corev1.Service
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.PeerServiceName(ec.Name)}, &peer); err != nil {
+		t.Fatalf("the peer Service, which nobody else had, was not created: %v", err)
 	}
 }

@@ -44,6 +44,7 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	s.UpdatedMembers = d.UpdatedMembers
 	s.Rollout = d.Rollout
 	s.LastStep = d.Step
+	s.Adoption = d.Adoption
 	s.Selector = labels.SelectorFromSet(resources.SelectorLabels(ec.Name)).String()
 	s.CurrentTemplate = digest(s.Observed)
 	setRecoveryStatus(s, d)

@@ -43,3 +43,15 @@ func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string)
 	failpoint.Hit(ctx, failpoint.AfterAlarmDisarm)
 	return nil
 }
+
+// AuthEnabled asks whether etcd authentication is on (the AuthStatus call, which needs no
+// credentials).
+func (c *Client) AuthEnabled(ctx context.Context) (bool, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	r, err := c.c.AuthStatus(ctx)
+	if err != nil {
+		return false, err
+	}
+	return r.Enabled, nil
+}
