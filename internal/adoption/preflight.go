@@ -14,11 +14,11 @@ import (
 
 // Check names, in the order the preflight runs them.
 const (
+	CheckAuth        = "Auth"
 	CheckReachable   = "Reachable"
 	CheckNoLearner   = "NoLearner"
 	CheckHealthy     = "Healthy"
 	CheckNoAlarm     = "NoAlarm"
-	CheckAuth        = "Auth"
 	CheckVersion     = "Version"
 	CheckPeerScheme  = "PeerScheme"
 	CheckQuota       = "Quota"
@@ -71,13 +71,15 @@ type Target struct {
 // DefaultQuotaBytes is etcd's default backend quota.
 const DefaultQuotaBytes int64 = 2 << 30
 
-// Preflight runs every check in order; the adoption may start only when all passed.
+// Preflight runs every check in order; the adoption may start only when all passed. Auth comes
+// first: etcd answers AuthStatus without credentials, and with auth on, the member list itself is
+// refused, which would otherwise read as an unreachable source.
 func Preflight(s Source, t Target) []stewardv1.AdoptionCheck {
-	checks := []stewardv1.AdoptionCheck{reachable(s)}
-	if !checks[0].Passed {
+	checks := []stewardv1.AdoptionCheck{auth(s), reachable(s)}
+	if !checks[1].Passed {
 		return checks // nothing else can be judged without the member list
 	}
-	return append(checks, noLearner(s), healthy(s), noAlarm(s), auth(s), version(s, t), peerScheme(s, t),
+	return append(checks, noLearner(s), healthy(s), noAlarm(s), version(s, t), peerScheme(s, t),
 		quota(s, t), names(s, t), statefulSet(s))
 }
 

@@ -69,6 +69,9 @@ func TestPreflight(t *testing.T) {
 			check: CheckAuth, msg: "authentication is enabled"},
 		{name: "auth status unreadable", source: func(s *Source) { s.AuthErr = "timeout" },
 			check: CheckAuth, msg: "could not be read: timeout"},
+		{name: "auth on: the member list is refused too, auth is what the user reads", source: func(s *Source) {
+			s.AuthEnabled, s.Etcd.MemberListErr = true, "etcdserver: user name is empty"
+		}, check: CheckAuth, msg: "authentication is enabled"},
 		{name: "3.4 source", source: func(s *Source) { setVersion(s, "3.4.30") }, target: func(t *Target) { t.Version = "3.5.21" },
 			check: CheckVersion, msg: "upgrade the source to 3.5 first"},
 		{name: "target a minor ahead", target: func(t *Target) { t.Version = "3.7.0" },
@@ -151,7 +154,7 @@ func TestPassedWithoutChecks(t *testing.T) {
 func TestPreflightStopsWhenUnreachable(t *testing.T) {
 	s := source()
 	s.Etcd.MemberListErr = "refused"
-	if got := Preflight(s, target()); len(got) != 1 || got[0].Passed {
+	if got := Preflight(s, target()); len(got) != 2 || got[1].Passed {
 		t.Fatalf("checks %+v", got)
 	}
 }

@@ -44,13 +44,17 @@ func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string)
 	return nil
 }
 
-// AuthEnabled asks whether etcd authentication is on (the AuthStatus call, which needs no
-// credentials).
+// AuthEnabled asks whether etcd authentication is on. etcd answers AuthStatus without credentials
+// only while auth is off; with auth on it refuses the call for want of a user name, which says the
+// same.
 func (c *Client) AuthEnabled(ctx context.Context) (bool, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	r, err := c.c.AuthStatus(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return true, nil
+	case err != nil:
 		return false, err
 	}
 	return r.Enabled, nil

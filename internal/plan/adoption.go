@@ -232,22 +232,21 @@ func (v *view) sourceStopping() (Action, bool) {
 			}
 		}
 	}
-	pods := slices.Clone(set.Pods)
-	slices.SortFunc(pods, func(a, b SourcePod) int { return podOrdinal(b.Name) - podOrdinal(a.Name) })
-	for _, p := range pods {
-		if !removed[p.Name] {
-			return Action{}, false // the highest Pod still serves (or is not the source's): nothing to stop
-		}
-		ord := int32(podOrdinal(p.Name))
-		if ord >= 0 && set.Replicas > ord {
-			a := act(ScaleSource, "", ReasonHandingOver, "handing over: scaling StatefulSet %s from %d to %d replicas: %s's member left etcd",
-				set.Name, set.Replicas, ord, p.Name)
-			a.SourceReplicas = ord
-			return a, true
-		}
-		return wait(ReasonHandingOver, "waiting for source Pod %s to stop (StatefulSet %s at %d replicas)", p.Name, set.Name, set.Replicas), true
+	if len(set.Pods) == 0 {
+		return Action{}, false
 	}
-	return Action{}, false
+	// The highest Pod: if it still serves (or is not the source's), there is nothing to stop.
+	p := slices.MaxFunc(set.Pods, func(a, b SourcePod) int { return podOrdinal(a.Name) - podOrdinal(b.Name) })
+	if !removed[p.Name] {
+		return Action{}, false
+	}
+	if ord := int32(podOrdinal(p.Name)); ord >= 0 && set.Replicas > ord {
+		a := act(ScaleSource, "", ReasonHandingOver, "handing over: scaling StatefulSet %s from %d to %d replicas: %s's member left etcd",
+			set.Name, set.Replicas, ord, p.Name)
+		a.SourceReplicas = ord
+		return a, true
+	}
+	return wait(ReasonHandingOver, "waiting for source Pod %s to stop (StatefulSet %s at %d replicas)", p.Name, set.Name, set.Replicas), true
 }
 
 func podOrdinal(name string) int {
@@ -346,10 +345,20 @@ func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
 	if prev != nil {
 		out = prev.DeepCopy()
 	}
-	if !v.f.Adopting() || !v.f.Etcd.MemberListKnown() {
-		if out.Phase == "" {
+	now := metav1.NewTime(v.f.Now)
+	started := v.handOverStarted() || a.Kind == CreateMember
+	if !v.f.Adopting() {
+		return out
+	}
+	if !v.f.Etcd.MemberListKnown() {
+		// Nothing is known of the members now; before the hand-over the preflight says why.
+		switch {
+		case !started && v.f.Adoption != nil:
+			out.Checks, out.Phase = v.f.Adoption.Checks, stewardv1.AdoptionRefused
+		case out.Phase == "":
 			out.Phase = stewardv1.AdoptionPreflight
 		}
+		out.Message = a.Message
 		return out
 	}
 	v.recordSources(out)
@@ -363,8 +372,6 @@ func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
 			}
 		}
 	}
-	now := metav1.NewTime(v.f.Now)
-	started := v.handOverStarted() || a.Kind == CreateMember
 	switch {
 	case v.f.abortingAdoption() && len(v.sourceVoters()) == 0 && started:
 		out.Phase = stewardv1.AdoptionDone

@@ -88,6 +88,9 @@ func record(m *memberView, p stewardv1.MemberPhase, why string) Action {
 // learners: never two; promote the one that caught up, start its Pod, or give up on it after the
 // learner timeout (it is removed, then re-added by the normal flow).
 func (v *view) learners() (Action, bool) {
+	if v.f.abortingAdoption() {
+		return Action{}, false // the abort removes Steward's members, learners included (handOver)
+	}
 	var ours []*memberView
 	for _, m := range v.members {
 		if m.learner() {
