@@ -18,13 +18,16 @@ import (
 func newPlanCommand(get envFunc) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "plan CLUSTER -f new.yaml",
+		Use:   "plan CLUSTER [-f new.yaml]",
 		Short: "Show what applying new.yaml would do, member by member, without changing anything",
 		Long: `plan sends new.yaml to the API server as a dry-run update (dryRun=All: admission, defaults and
 every validation rule run, nothing is stored), then compares each member's recorded template with
 the result using the operator's own planner (internal/plan): which members restart, which are
 resized in place or only relabelled, in the order the roll takes them (unready members first,
-then followers from the highest ordinal, the leader last after a leadership handoff).`,
+then followers from the highest ordinal, the leader last after a leadership handoff).
+
+For a cluster taking over a running one (spec.bootstrap.join), plan without -f shows the hand-over
+still ahead: the preflight's verdict, then each member added and each source member removed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env, err := get(cmd)
@@ -32,7 +35,16 @@ then followers from the highest ordinal, the leader last after a leadership hand
 				return err
 			}
 			if file == "" {
-				return fmt.Errorf("-f new.yaml is required")
+				live, err := getCluster(cmd.Context(), env, args[0])
+				if err != nil {
+					return err
+				}
+				steps := AdoptionSteps(live)
+				if steps == nil {
+					return fmt.Errorf("-f new.yaml is required (plan without it shows an adoption's hand-over)")
+				}
+				_, err = io.WriteString(env.Out, strings.Join(steps, "\n")+"\n")
+				return err
 			}
 			var data []byte
 			if file == "-" {

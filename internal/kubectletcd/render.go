@@ -62,6 +62,7 @@ func RenderStatus(w io.Writer, s Status, now time.Time) error {
 		paused = "yes: no roll or scale step runs (kubectl etcd resume " + s.Cluster + ")"
 	}
 	line("Paused", "%s", paused)
+	adoptionLines(line, s.Adoption)
 	if r := s.Rollout; r != nil {
 		parts := []string{}
 		if r.Pass != "" {

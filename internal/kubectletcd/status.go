@@ -82,6 +82,7 @@ func BuildStatus(ec *stewardv1.EtcdCluster, members []stewardv1.EtcdMember, back
 	if r := st.Restore; r != nil {
 		s.Restore = &RestoreView{Source: r.Source, Revision: r.Revision, RestoredAt: r.RestoredAt}
 	}
+	s.Adoption = st.Adoption.DeepCopy()
 	return s
 }
 

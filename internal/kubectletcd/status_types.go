@@ -28,17 +28,19 @@ type Status struct {
 	ReadyMembers   int32 `json:"readyMembers"`
 	UpdatedMembers int32 `json:"updatedMembers"`
 	// Template is the short digest of the template members are moving to.
-	Template string          `json:"template,omitempty"`
-	Leader   string          `json:"leader,omitempty"`
-	Rollout  *RolloutView    `json:"rollout,omitempty"`
-	Step     *StepView       `json:"step,omitempty"`
-	Members  []MemberView    `json:"members"`
-	Alarms   []AlarmView     `json:"alarms"`
-	TLS      TLSView         `json:"tls"`
-	Backup   BackupView      `json:"backup"`
-	Quorum   *QuorumView     `json:"quorumRecovery,omitempty"`
-	Restore  *RestoreView    `json:"restoredFrom,omitempty"`
-	Conds    []ConditionView `json:"conditions"`
+	Template string       `json:"template,omitempty"`
+	Leader   string       `json:"leader,omitempty"`
+	Rollout  *RolloutView `json:"rollout,omitempty"`
+	Step     *StepView    `json:"step,omitempty"`
+	Members  []MemberView `json:"members"`
+	Alarms   []AlarmView  `json:"alarms"`
+	TLS      TLSView      `json:"tls"`
+	Backup   BackupView   `json:"backup"`
+	Quorum   *QuorumView  `json:"quorumRecovery,omitempty"`
+	Restore  *RestoreView `json:"restoredFrom,omitempty"`
+	// Adoption is status.adoption of a cluster taking over a running one.
+	Adoption *stewardv1.AdoptionStatus `json:"adoption,omitempty"`
+	Conds    []ConditionView           `json:"conditions"`
 	// Live is filled only by `status --etcd`, which asks each member directly.
 	Live []LiveMember `json:"live,omitempty"`
 }
