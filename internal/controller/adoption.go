@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +24,10 @@ import (
 // Adoption (spec.bootstrap.join): the controller reads the source and carries out the StatefulSet
 // scale-down; internal/adoption judges the preflight and internal/plan decides every step.
 
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;patch
+// Least privilege: the StatefulSet is only read (its template and selector); its replicas change
+// through the scale subresource, which can change nothing else.
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=statefulsets/scale,verbs=get;update
 
 // adopting: the cluster takes over a running one and has not finished (or aborted) yet.
 func adopting(ec *stewardv1.EtcdCluster) bool { return (&plan.Facts{Cluster: ec}).Adopting() }
@@ -182,18 +186,18 @@ func (r *EtcdClusterReconciler) sourceSet(ctx context.Context, ec *stewardv1.Etc
 	return out, nil
 }
 
-// scaleSource scales the source StatefulSet down by one, only from the replicas the plan saw (a
-// StatefulSet someone else changed meanwhile is planned again).
+// scaleSource scales the source StatefulSet down by one through its scale subresource, only from
+// the replicas the plan saw (a StatefulSet someone else changed meanwhile is planned again); the
+// update carries the resourceVersion it read, so a change in between is a conflict, not lost.
 func (r *EtcdClusterReconciler) scaleSource(ctx context.Context, ec *stewardv1.EtcdCluster, a plan.Action) error {
-	var sts appsv1.StatefulSet
-	key := client.ObjectKey{Namespace: ec.Namespace, Name: ec.Spec.Bootstrap.Join.StatefulSetName}
-	if err := r.reader().Get(ctx, key, &sts); err != nil {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: ec.Spec.Bootstrap.Join.StatefulSetName}}
+	scale := &autoscalingv1.Scale{}
+	if err := r.Client.SubResource("scale").Get(ctx, sts, scale); err != nil {
 		return err
 	}
-	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != a.SourceReplicas+1 {
+	if scale.Spec.Replicas != a.SourceReplicas+1 {
 		return errRetry
 	}
-	base := sts.DeepCopy()
-	sts.Spec.Replicas = &a.SourceReplicas
-	return r.Client.Patch(ctx, &sts, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	scale.Spec.Replicas = a.SourceReplicas
+	return r.Client.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale))
 }

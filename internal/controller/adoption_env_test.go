@@ -2,12 +2,14 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -16,7 +18,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/controller"
 	"github.com/etcd-steward/steward/internal/etcdtest"
+	"github.com/etcd-steward/steward/internal/plan"
 )
 
 // Adoption against a real running etcd (three processes on loopback) and the real manager. With no
@@ -233,5 +237,42 @@ func TestAdoptionRefusedLeavesTheSourceAlone(t *testing.T) {
 	now, _ := members(t, root)
 	if len(ms.Items) != 0 || len(now) != 1 {
 		t.Fatalf("refused, yet %d EtcdMembers exist and the member list is %v", len(ms.Items), now)
+	}
+}
+
+// ScaleSource goes through the scale subresource (the operator may change a StatefulSet's replicas
+// and nothing else), by one, and only from the replicas the plan saw.
+func TestScaleSourceByOneFromWhatThePlanSaw(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	labels := map[string]string{"app.kubernetes.io/name": "etcd"}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}}}
+	if err := env.Client.Create(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	ec := joinCluster(ns, []string{"http://etcd-0:2379"})
+	ec.Spec.Bootstrap.Join.StatefulSetName = "etcd"
+	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client}
+	replicas := func() int32 {
+		t.Helper()
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts); err != nil {
+			t.Fatal(err)
+		}
+		return *sts.Spec.Replicas
+	}
+	if err := r.ScaleSource(ctx, ec, plan.Action{Kind: plan.ScaleSource, SourceReplicas: 1}); !errors.Is(err, controller.ErrRetry) {
+		t.Fatalf("scaling 3 → 1 (the plan saw 2): %v, want a retry", err)
+	}
+	if got := replicas(); got != 3 {
+		t.Fatalf("replicas %d after a refused scale", got)
+	}
+	if err := r.ScaleSource(ctx, ec, plan.Action{Kind: plan.ScaleSource, SourceReplicas: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := replicas(); got != 2 {
+		t.Fatalf("replicas %d, want 2", got)
 	}
 }

@@ -100,3 +100,11 @@ func (r *EtcdClusterReconciler) PrepareEvictionJudged(ctx context.Context, ec *s
 	}
 	return effects{r: r, o: o, ec: ec}.PrepareEviction(ctx, judged.Name)
 }
+
+// ScaleSource is the ScaleSource action's effect.
+func (r *EtcdClusterReconciler) ScaleSource(ctx context.Context, ec *stewardv1.EtcdCluster, a plan.Action) error {
+	return r.scaleSource(ctx, ec, a)
+}
+
+// ErrRetry is the "not yet, plan again" answer of an effect.
+var ErrRetry = errRetry

@@ -334,9 +334,10 @@ func (v *view) moveLeaderToSource(m *memberView) Action {
 	return wait(ReasonNoLeadershipTarget, "%s leads and no source member is healthy to take over", m.Name)
 }
 
-// adoptionStatus is status.adoption after this reconcile: the phase follows from the facts, and
-// every source member found is kept on record with what became of it.
-func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
+// adoptionStatus is status.adoption after this reconcile: the phase follows from the facts and the
+// action taken, and every source member found is kept on record with what became of it. next is
+// the action a paused cluster holds back: the message says what would happen.
+func (v *view) adoptionStatus(a Action, next *Action) *stewardv1.AdoptionStatus {
 	prev := v.f.Cluster.Status.Adoption
 	if v.f.join() == nil {
 		return prev
@@ -347,6 +348,10 @@ func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
 	}
 	now := metav1.NewTime(v.f.Now)
 	started := v.handOverStarted() || a.Kind == CreateMember
+	message := a.Message
+	if next != nil {
+		message = "paused; next: " + next.Message
+	}
 	if !v.f.Adopting() {
 		return out
 	}
@@ -358,7 +363,7 @@ func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
 		case out.Phase == "":
 			out.Phase = stewardv1.AdoptionPreflight
 		}
-		out.Message = a.Message
+		out.Message = message
 		return out
 	}
 	v.recordSources(out)
@@ -400,7 +405,7 @@ func (v *view) adoptionStatus(a Action) *stewardv1.AdoptionStatus {
 	if (out.Phase == stewardv1.AdoptionDone || out.Phase == stewardv1.AdoptionAborted) && out.FinishedAt == nil {
 		out.FinishedAt = &now
 	}
-	out.Message = a.Message
+	out.Message = message
 	return out
 }
 

@@ -349,3 +349,21 @@ func (w *world) abortedProblem() string {
 	}
 	return ""
 }
+
+// spec.paused holds the adoption before its first step: the preflight's verdict and the next step
+// are in status, nothing of the source changes; resuming runs it.
+func TestSimAdoptionPaused(t *testing.T) {
+	w := adoptionWorld(t, 3, 3)
+	w.cluster.Spec.Paused = true
+	w.liveness = false // held until the user resumes, by design
+	w.run(8, nil)
+	a := w.cluster.Status.Adoption
+	if len(w.members) != 0 || len(w.etcd) != 3 || a == nil || a.Phase != stewardv1.AdoptionPreflight ||
+		!strings.HasPrefix(a.Message, "paused; next: ") {
+		t.Fatalf("paused: %d members, %d in etcd, adoption %+v", len(w.members), len(w.etcd), a)
+	}
+	w.cluster.Spec.Paused = false
+	w.liveness = true
+	w.converge(nil)
+	w.assertConverged()
+}

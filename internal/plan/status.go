@@ -22,11 +22,7 @@ func (v *view) fillStatus(d *Decision, found notes) {
 	d.Target = &t
 	d.Changes = map[string]Change{}
 	d.DataVersions = v.memberDataVersions()
-	action := d.Action
-	if d.Next != nil {
-		action = *d.Next // paused: the adoption's message says what would happen
-	}
-	d.Adoption = v.adoptionStatus(action)
+	d.Adoption = v.adoptionStatus(d.Action, d.Next)
 	for _, m := range v.active() {
 		d.Changes[m.Name] = m.change
 		if v.outdated(m) {
