@@ -94,7 +94,7 @@ func (v *view) handOver(notes) outcome {
 			checks = v.f.Adoption.Checks
 		}
 		if ok, why := adoption.Passed(checks); !ok {
-			return decided(wait(ReasonAdoptionRefused, "the adoption is refused and nothing of the source was changed: %s", why))
+			return decided(wait(ReasonAdoptionRefused, "%s", refusedMessage(why)))
 		}
 	}
 	if a, ok := v.sourceStopping(); ok {
@@ -125,6 +125,10 @@ func (v *view) handOver(notes) outcome {
 		return decided(v.removeSource())
 	}
 	return pass()
+}
+
+func refusedMessage(why string) string {
+	return "the adoption is refused and nothing of the source was changed: " + why
 }
 
 func (v *view) sourceVoters() []*memberView {
@@ -360,6 +364,8 @@ func (v *view) adoptionStatus(a Action, next *Action) *stewardv1.AdoptionStatus 
 		switch {
 		case !started && v.f.Adoption != nil:
 			out.Checks, out.Phase = v.f.Adoption.Checks, stewardv1.AdoptionRefused
+			_, why := adoption.Passed(out.Checks)
+			message = refusedMessage(why)
 		case out.Phase == "":
 			out.Phase = stewardv1.AdoptionPreflight
 		}
@@ -388,9 +394,10 @@ func (v *view) adoptionStatus(a Action, next *Action) *stewardv1.AdoptionStatus 
 		out.Phase = stewardv1.AdoptionAborting
 	case !started && v.f.Adoption != nil:
 		out.Checks = v.f.Adoption.Checks
-		out.Phase = stewardv1.AdoptionRefused
-		if ok, _ := adoption.Passed(out.Checks); ok {
-			out.Phase = stewardv1.AdoptionPreflight
+		out.Phase = stewardv1.AdoptionPreflight
+		if ok, why := adoption.Passed(out.Checks); !ok {
+			// Whatever step ran first (recording the target), the refusal is what to read.
+			out.Phase, message = stewardv1.AdoptionRefused, refusedMessage(why)
 		}
 	case !started:
 		out.Phase = stewardv1.AdoptionPreflight

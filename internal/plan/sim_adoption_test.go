@@ -367,3 +367,15 @@ func TestSimAdoptionPaused(t *testing.T) {
 	w.converge(nil)
 	w.assertConverged()
 }
+
+// status.adoption.message carries the refusal from the first reconcile on, whichever step ran.
+func TestAdoptionRefusedMessageFromTheStart(t *testing.T) {
+	w := adoptionWorld(t, 3, 3)
+	w.adopt.checks = []stewardv1.AdoptionCheck{{Name: "Auth", Message: "etcd authentication is enabled"}}
+	w.liveness = false
+	w.run(1, nil)
+	a := w.cluster.Status.Adoption
+	if a == nil || a.Phase != stewardv1.AdoptionRefused || !strings.Contains(a.Message, "refused and nothing of the source was changed: Auth:") {
+		t.Fatalf("after the first reconcile: %+v", a)
+	}
+}
