@@ -22,7 +22,8 @@ import (
 // successful backup, the operator is cut off from members while etcd keeps its quorum, in the
 // three shapes a partition takes: from two members (the one it reaches has a leader), on the
 // minority side (the one member it reaches is itself cut off from the other two), and from every
-// member. Each lasts well past afterSeconds. No member is touched, no recovery starts, status says
+// member. Each lasts 75 s, two and a half times afterSeconds (and past the operator's first
+// observation of the loss plus afterSeconds). No member is touched, no recovery starts, status says
 // which members the operator cannot reach, a recover-quorum annotation is refused and removed, and
 // every acknowledged write is readable afterwards.
 func TestPartitionedOperatorFencesNothing(t *testing.T) {
@@ -48,7 +49,7 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	phase := time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionTrue, "cannot reach cut-1, cut-2")
 	puts(t, c, "/cut-from-two/", keys, 100)
-	holdUntil(phase.Add(2 * time.Minute))
+	holdUntil(phase.Add(75 * time.Second))
 
 	// 2. The operator on the minority side: cut-0, the only member it reaches, is cut off from
 	// the other two, which keep quorum and serve.
@@ -70,7 +71,7 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	annotateCluster(t, ns, "cut", stewardv1.AnnotationRecoverQuorum, "auto")
 	waitAnnotationRemoved(t, ns, "cut", "Steward recovers only on etcd's evidence that quorum is lost")
 	puts(t, c, "/minority-side/", keys, 100) // some go to cut-0 and fail: only the acknowledged count
-	holdUntil(phase.Add(90 * time.Second))
+	holdUntil(phase.Add(75 * time.Second))
 	peerCut.heal()
 	healOp()
 
@@ -80,7 +81,7 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	phase = time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionUnknown, "cannot reach cut-0, cut-1, cut-2")
 	puts(t, c, "/cut-from-all/", keys, 100)
-	holdUntil(phase.Add(90 * time.Second))
+	holdUntil(phase.Add(75 * time.Second))
 	healOp()
 
 	waitSettled(t, ns, "cut", 3, 3*time.Minute)
