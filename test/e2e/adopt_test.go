@@ -408,7 +408,9 @@ func listMembers(ctx context.Context, c *clientv3.Client) ([]member, error) {
 		}
 		out = append(out, x)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name || out[i].name == out[j].name && out[i].id < out[j].id })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].name < out[j].name || out[i].name == out[j].name && out[i].id < out[j].id
+	})
 	return out, nil
 }
 
@@ -555,7 +557,8 @@ type adoptWatch struct {
 	minAt      string
 	violations []string
 	timeline   []adoptEvent
-	last       map[uint64]member
+	last       map[uint64]member // the latest member list
+	primed     bool              // last holds the first list: members are added from the next
 	lastPhase  stewardv1.AdoptionPhase
 	lastSource map[string]stewardv1.SourceMemberState
 	lastPods   map[string]bool
@@ -674,9 +677,9 @@ func (w *adoptWatch) sample() {
 		seen[m.id] = true
 		prev, ok := w.last[m.id]
 		switch {
-		case !ok && len(w.last) > 0 && m.learner:
+		case !ok && w.primed && m.learner:
 			w.timeline = append(w.timeline, adoptEvent{now, m.name + " added as learner"})
-		case !ok && len(w.last) > 0:
+		case !ok && w.primed:
 			w.timeline = append(w.timeline, adoptEvent{now, m.name + " added as voter"})
 		case ok && prev.learner && !m.learner:
 			w.timeline = append(w.timeline, adoptEvent{now, m.name + " promoted"})
@@ -685,6 +688,7 @@ func (w *adoptWatch) sample() {
 		}
 		w.last[m.id] = m
 	}
+	w.primed = true
 	for id, m := range w.last {
 		if !seen[id] {
 			w.timeline = append(w.timeline, adoptEvent{now, m.name + " removed"})
