@@ -110,7 +110,7 @@ func TestAdoptStatefulSet(t *testing.T) {
 			checkAdoptedSourceMembers(t, ec, src, before)
 			checkTrafficKept(t, traffic, stw, h, label)
 
-			w.report(label, created)
+			w.report(label, created, true)
 			t.Logf("MEASURE %s: client Service switched +%.1fs, phase Done +%.1fs, StatefulSet empty +%.1fs, settled +%.1fs; revision %d -> %d over %d writes",
 				label, switched.Seconds(), done.Seconds(), gone.Seconds(), settledAfter.Seconds(), revBefore, revAfter, writes)
 			beforeH, during := split(h, created)
@@ -136,24 +136,25 @@ func TestAdoptAbort(t *testing.T) {
 	w := watchAdoption(t, ns, src)
 	created := time.Now()
 	create(t, adoptingCluster(ns, src, version))
-	// Closely (100 ms): hand-over removes a source member a few seconds after promoting its
-	// replacement.
+	// Closely (every 50 ms, not WaitFor's 250): the hand-over removes a source member as soon as
+	// its replacement is promoted, after the recovery gate and a leadership move at most.
 	var voter string
-	f.WaitFor(t, ns, "a Steward member voting beside all source members", 6*time.Minute, func(ctx context.Context) (bool, error) {
-		ms, err := listMembers(ctx, app)
-		if err != nil {
-			return false, err
+	deadline := time.Now().Add(6 * time.Minute)
+	for voter == "" {
+		if time.Now().After(deadline) {
+			f.Dump(t, ns)
+			t.Fatalf("no Steward member became a voter in 6 minutes; adoption %s", adoptionSummary(context.Background(), ns))
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ms, err := listMembers(ctx, app)
+		cancel()
 		for _, m := range ms {
-			if !slices.Contains(src.PodNames(), m.name) && !m.learner && m.name != "" {
+			if err == nil && !slices.Contains(src.PodNames(), m.name) && !m.learner && m.name != "" {
 				voter = m.name
 			}
 		}
-		if voter != "" {
-			return true, nil
-		}
-		return false, fmt.Errorf("members %v; adoption %s", ms, adoptionSummary(ctx, ns))
-	})
+		time.Sleep(50 * time.Millisecond)
+	}
 	update(t, ns, adoptClusterName, func(ec *stewardv1.EtcdCluster) { ec.Spec.Bootstrap.Join.Abort = true })
 	aborted := time.Now()
 	remaining := memberSet(t, app)
@@ -163,10 +164,13 @@ func TestAdoptAbort(t *testing.T) {
 			sourcesAtAbort = append(sourcesAtAbort, m.name)
 		}
 	}
-	if len(sourcesAtAbort) < len(before) {
+	// Had a source member left before the abort took effect, the source stays one member short
+	// (two voters once Steward's leaves): the fault-tolerance bound cannot hold then.
+	early := len(sourcesAtAbort) == len(before)
+	if !early {
 		t.Logf("abort came after the first source removal: source members %v at abort", sourcesAtAbort)
 	}
-	t.Logf("abort set at +%.1fs, %s voting", aborted.Sub(created).Seconds(), voter)
+	t.Logf("abort set at +%.1fs, %s voting, members %v", aborted.Sub(created).Seconds(), voter, remaining)
 
 	ec := waitAdoptionPhase(t, ns, stewardv1.AdoptionAborted, 6*time.Minute)
 	took := time.Since(aborted)
@@ -201,22 +205,22 @@ func TestAdoptAbort(t *testing.T) {
 	if got := ptr.Deref(sts.Spec.Replicas, 1); int(got) != len(sourcesAtAbort) {
 		t.Errorf("StatefulSet at %d replicas after the abort, want %d", got, len(sourcesAtAbort))
 	}
-	var ems stewardv1.EtcdMemberList
-	if err := f.Client.List(context.Background(), &ems, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	if len(ems.Items) > 0 {
+	f.WaitFor(t, ns, "no EtcdMember left after the abort", 30*time.Second, func(ctx context.Context) (bool, error) {
+		var ems stewardv1.EtcdMemberList
+		if err := f.Client.List(ctx, &ems, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
 		var left []string
 		for _, m := range ems.Items {
 			left = append(left, m.Name+" "+string(m.Status.Phase))
 		}
-		t.Errorf("EtcdMembers left after the abort: %v", left)
-	}
+		return len(left) == 0, fmt.Errorf("EtcdMembers %v", left)
+	})
 	if ec.Status.Adoption.FinishedAt == nil {
 		t.Error("status.adoption.finishedAt unset after Aborted")
 	}
 	checkTrafficKept(t, traffic, app, h, "adopt abort")
-	w.report("adopt abort", created)
+	w.report("adopt abort", created, early)
 	t.Logf("MEASURE adopt abort: abort set +%.1fs after creation, Aborted %.1fs later", aborted.Sub(created).Seconds(), took.Seconds())
 	beforeH, during := split(h, created)
 	t.Logf("MEASURE adopt abort steady: %s", beforeH.Summary())
@@ -758,13 +762,15 @@ func (w *adoptWatch) observe() {
 // report fails on any sample below fault tolerance 1 and logs the minimum and the timeline, with
 // the time each source member took to hand over (from the previous removal, the first from
 // creation).
-func (w *adoptWatch) report(label string, created time.Time) {
+func (w *adoptWatch) report(label string, created time.Time, requireFT bool) {
 	t := w.t
 	t.Helper()
 	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.violations) > 0 {
+	if len(w.violations) > 0 && !requireFT {
+		t.Logf("%d of %d samples below fault tolerance 1 (not required here), first: %s", len(w.violations), w.samples, w.violations[0])
+	} else if len(w.violations) > 0 {
 		t.Errorf("%d of %d samples below fault tolerance 1 (healthy voters < voters/2+2), first: %s", len(w.violations), w.samples, w.violations[0])
 	}
 	var b strings.Builder
