@@ -59,7 +59,7 @@ func TestAdoptStatefulSet(t *testing.T) {
 
 			w := watchAdoption(t, ns, src)
 			created := time.Now()
-			create(t, adoptingCluster(ns, src, version))
+			createAdopting(t, ns, src, version)
 			// The application's endpoints, as a user moves them during the hand-over: once Steward's
 			// client Service serves (its first member a ready voter), the application's client is
 			// given both Services (clientv3 balances over both and skips the one that refuses),
@@ -135,7 +135,7 @@ func TestAdoptAbort(t *testing.T) {
 
 	w := watchAdoption(t, ns, src)
 	created := time.Now()
-	create(t, adoptingCluster(ns, src, version))
+	createAdopting(t, ns, src, version)
 	// Steward removes a source member as soon as its first member is promoted (the recovery gate
 	// and a leadership move at most in between: under a second here), and once a source member
 	// left etcd abort holds the hand-over instead of undoing it (the source cannot take a removed
@@ -271,7 +271,7 @@ func TestAdoptRefused(t *testing.T) {
 			c := tc.prepare(t, hostClient(t, src.ClientURL()), src)
 			before := memberSet(t, c)
 
-			create(t, adoptingCluster(ns, src, version))
+			createAdopting(t, ns, src, version)
 			ec := waitAdoptionPhase(t, ns, stewardv1.AdoptionRefused, 2*time.Minute)
 			a := ec.Status.Adoption
 			if !strings.Contains(strings.ToLower(a.Message), tc.want) {
@@ -321,6 +321,33 @@ func startBitnami(t *testing.T, ns, version string, replicas int) framework.Bitn
 	}
 	f.WaitFor(t, ns, "the source's members Ready", 3*time.Minute, f.PodsReady(ns, src.Labels(), replicas))
 	return src
+}
+
+// createAdopting creates the adopting cluster; a failed test logs its status.adoption (with the
+// checks) and the member list as the test ends.
+func createAdopting(t *testing.T, ns string, src framework.BitnamiEtcd, version string) {
+	t.Helper()
+	create(t, adoptingCluster(ns, src, version))
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if ec, err := get(ctx, ns, adoptClusterName); err == nil {
+			b, _ := json.MarshalIndent(ec.Status, "", "  ")
+			t.Logf("status of %s at the end:\n%s", adoptClusterName, b)
+		}
+		var eps []string
+		for _, p := range src.PodNames() {
+			eps = append(eps, src.MemberClientURL(p))
+		}
+		if c, err := newHostClient("", "", append(eps, stewardClientURL(ns))...); err == nil {
+			ms, err := listMembers(ctx, c)
+			t.Logf("member list at the end: %v %v", ms, err)
+			_ = c.Close()
+		}
+	})
 }
 
 // adoptingCluster is the EtcdCluster that adopts src: plaintext, the source's version, three
