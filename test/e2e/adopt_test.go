@@ -256,8 +256,13 @@ func TestAdoptRefused(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			// A learner that never starts: etcd keeps it in the member list (it is no voter, so
-			// the source stays healthy).
-			if _, err := c.MemberAddAsLearner(ctx, []string{src.PeerURL(src.Name + "-3")}); err != nil {
+			// the source stays healthy). etcd refuses to add a member ("unhealthy cluster") until
+			// every member has been connected for a few seconds.
+			err := framework.Poll(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+				_, err := c.MemberAddAsLearner(ctx, []string{src.PeerURL(src.Name + "-3")})
+				return err == nil, err
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 			return c
