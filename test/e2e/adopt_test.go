@@ -717,13 +717,13 @@ func (w *adoptWatch) sample() {
 		prev, ok := w.last[m.id]
 		switch {
 		case !ok && w.primed && m.learner:
-			w.timeline = append(w.timeline, adoptEvent{now, m.name + " added as learner"})
+			w.timeline = append(w.timeline, adoptEvent{now, m.String() + " added as learner"})
 		case !ok && w.primed:
-			w.timeline = append(w.timeline, adoptEvent{now, m.name + " added as voter"})
+			w.timeline = append(w.timeline, adoptEvent{now, m.String() + " added as voter"})
 		case ok && prev.learner && !m.learner:
 			w.timeline = append(w.timeline, adoptEvent{now, m.name + " promoted"})
 		case ok && prev.name == "" && m.name != "":
-			w.timeline = append(w.timeline, adoptEvent{now, m.name + " started"})
+			w.timeline = append(w.timeline, adoptEvent{now, m.String() + " started"})
 		}
 		w.last[m.id] = m
 	}
