@@ -230,15 +230,19 @@ func TestAdoptAbort(t *testing.T) {
 	t.Logf("MEASURE adopt abort during adoption and abort: %s", during.Summary())
 }
 
-// TestAdoptRefused: the preflight refuses a source with auth enabled or with a learner, says the
-// way out, and changes nothing of it.
+// TestAdoptRefused: the preflight refuses a source with the chart's preStop hook, with auth enabled
+// or with a learner, says the way out, and changes nothing of it.
 func TestAdoptRefused(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, check, want string
+		preStop           bool
 		prepare           func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client
 	}{
-		{"auth", "Auth", "auth", func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client {
+		// The chart's default preStop hook would remove members from etcd behind Steward's back
+		// as the StatefulSet scales down.
+		{"prestop", "StatefulSet", "removemembermoncontainertermination", true, nil},
+		{"auth", "Auth", "auth", false, func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if _, err := c.UserAdd(ctx, "root", "x"); err != nil {
@@ -252,7 +256,7 @@ func TestAdoptRefused(t *testing.T) {
 			}
 			return hostClientAs(t, "root", "x", src.ClientURL())
 		}},
-		{"learner", "NoLearner", "learner", func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client {
+		{"learner", "NoLearner", "learner", false, func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			// A learner that never starts: etcd keeps it in the member list (it is no voter, so
@@ -272,8 +276,12 @@ func TestAdoptRefused(t *testing.T) {
 			t.Parallel()
 			version := etcdVersion()
 			ns := f.Namespace(t)
-			src := startBitnami(t, ns, version, 3)
-			c := tc.prepare(t, hostClient(t, src.ClientURL()), src)
+			src := startBitnamiOf(t, framework.BitnamiEtcd{Namespace: ns, Name: adoptSourceName, Replicas: 3,
+				Image: f.EtcdImage(version), PreStop: tc.preStop})
+			c := hostClient(t, src.ClientURL())
+			if tc.prepare != nil {
+				c = tc.prepare(t, c, src)
+			}
 			before := memberSet(t, c)
 
 			createAdopting(t, ns, src, version)
@@ -318,7 +326,12 @@ func TestAdoptRefused(t *testing.T) {
 // the client Service routes to all of them.
 func startBitnami(t *testing.T, ns, version string, replicas int) framework.BitnamiEtcd {
 	t.Helper()
-	src := framework.BitnamiEtcd{Namespace: ns, Name: adoptSourceName, Replicas: replicas, Image: f.EtcdImage(version)}
+	return startBitnamiOf(t, framework.BitnamiEtcd{Namespace: ns, Name: adoptSourceName, Replicas: replicas, Image: f.EtcdImage(version)})
+}
+
+func startBitnamiOf(t *testing.T, src framework.BitnamiEtcd) framework.BitnamiEtcd {
+	t.Helper()
+	ns, replicas := src.Namespace, src.Replicas
 	for _, o := range []client.Object{src.HeadlessService(), src.ClientService(), src.StatefulSet()} {
 		if err := f.Apply(context.Background(), o); err != nil {
 			t.Fatal(err)

@@ -36,6 +36,11 @@ type BitnamiEtcd struct {
 	// autoCompactionRetention (unset by default: etcd's defaults).
 	AutoCompactionMode      string
 	AutoCompactionRetention string
+	// PreStop gives the etcd container the chart's preStop hook (removeMemberOnContainerTermination,
+	// on by default in the chart), which removes the member from etcd when its container stops.
+	// Its script exists only in the Bitnami image: here the hook is declared (what an adoption's
+	// preflight looks for) and fails if it ever runs.
+	PreStop bool
 }
 
 // ClusterDomain is the cluster's DNS domain ($STEWARD_E2E_CLUSTER_DOMAIN, default cluster.local).
@@ -136,6 +141,11 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("client")}},
 			PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: failures}
 	}
+	var lifecycle *corev1.Lifecycle
+	if b.PreStop {
+		lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"/opt/bitnami/scripts/etcd/prestop.sh"}}}}
+	}
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Name, Labels: b.Labels()},
@@ -157,6 +167,7 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 						Ports:           []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}},
 						ReadinessProbe:  probe(2, 3),
 						LivenessProbe:   probe(10, 5),
+						Lifecycle:       lifecycle,
 						VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/bitnami/etcd"}},
 					}},
 				},
