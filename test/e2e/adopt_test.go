@@ -241,7 +241,7 @@ func TestAdoptRefused(t *testing.T) {
 	}{
 		// The chart's default preStop hook would remove members from etcd behind Steward's back
 		// as the StatefulSet scales down.
-		{"prestop", "StatefulSet", "removemembermoncontainertermination", true, nil},
+		{"prestop", "StatefulSet", "removememberoncontainertermination", true, nil},
 		{"auth", "Auth", "auth", false, func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
