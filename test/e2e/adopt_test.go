@@ -291,10 +291,11 @@ func TestAdoptRefused(t *testing.T) {
 			// carry the one before (recording the first target template). It must name the way out
 			// within a few reconciles.
 			err := framework.Poll(context.Background(), 20*time.Second, func(ctx context.Context) (bool, error) {
-				var err error
-				if ec, err = get(ctx, ns, adoptClusterName); err != nil {
+				now, err := get(ctx, ns, adoptClusterName)
+				if err != nil || now.Status.Adoption == nil {
 					return false, err
 				}
+				ec = now
 				return strings.Contains(strings.ToLower(ec.Status.Adoption.Message), tc.want), nil
 			})
 			a := ec.Status.Adoption
@@ -318,8 +319,8 @@ func TestAdoptRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ec.Status.Adoption.Phase != stewardv1.AdoptionRefused {
-				t.Errorf("phase %s 5 s after Refused", ec.Status.Adoption.Phase)
+			if ec.Status.Adoption == nil || ec.Status.Adoption.Phase != stewardv1.AdoptionRefused {
+				t.Errorf("adoption %+v 5 s after Refused", ec.Status.Adoption)
 			}
 			if after := memberSet(t, c); fmt.Sprint(after) != fmt.Sprint(before) {
 				t.Errorf("the source's members changed: %v -> %v", before, after)
