@@ -242,11 +242,12 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 			voters = append(voters, ep)
 		}
 	}
-	if len(voters) == 0 {
+	if len(voters) == 0 && len(seeds) == 0 {
 		voters = all
 	}
 	// While adopting, the source's endpoints too: before Steward's first member votes they are
-	// the only way in.
+	// the only way in, and the joining member is a learner, to which etcd refuses cluster calls
+	// (a promotion sent to it fails: "rpc not supported for learner").
 	voters = append(voters, seeds...)
 	slices.Sort(voters)
 	c, err := r.Etcd.Get(string(ec.UID), voters, ec.TLSEnabled())

@@ -29,7 +29,7 @@ func TestEtcdFacts(t *testing.T) {
 	live := cl.Members[0].ClientURL
 	r := &EtcdClusterReconciler{Etcd: etcd.NewPool()}
 	t.Cleanup(func() {
-		for _, k := range []string{"running", "bootstrap", "down"} {
+		for _, k := range []string{"running", "bootstrap", "down", "adopting"} {
 			r.Etcd.Forget(k)
 		}
 	})
@@ -89,6 +89,28 @@ func TestEtcdFacts(t *testing.T) {
 		f := r.etcdFacts(ctx, cluster("bootstrap"), o)
 		if !f.MemberListKnown() || len(f.Members) != 1 || len(f.Endpoints) != 1 || !f.Endpoints[0].ReadOK {
 			t.Errorf("facts %+v", f)
+		}
+	})
+
+	// An adoption whose first Steward member is still a learner: cluster-wide calls (a promotion
+	// above all: etcd refuses MemberPromote sent to a learner, "rpc not supported for learner") go
+	// to the source's endpoints only, never to the learner's. The e2e saw a 3.5 adoption promote
+	// through the learner for minutes before this.
+	t.Run("adopting: a learner is no cluster-wide endpoint", func(t *testing.T) {
+		ec := cluster("adopting")
+		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: &stewardv1.JoinSpec{Endpoints: []string{live}}}
+		o := &observed{members: map[string]*stewardv1.EtcdMember{"c-0": member("c-0", stewardv1.MemberLearner)},
+			endpoints: map[string]string{"c-0": dead}}
+		f := r.etcdFacts(ctx, ec, o)
+		if !f.MemberListKnown() || o.client == nil {
+			t.Fatalf("member list %+v (%s)", f.Members, f.MemberListErr)
+		}
+		if eps := o.client.Endpoints(); len(eps) != 1 || eps[0] != live {
+			t.Fatalf("cluster-wide endpoints %v, want only the source's %s", eps, live)
+		}
+		src := "source-" + cl.Members[0].Name
+		if _, ok := f.Endpoint(src); !ok || len(f.Endpoints) != 2 {
+			t.Errorf("endpoints %+v, want c-0 and %s", f.Endpoints, src)
 		}
 	})
 
