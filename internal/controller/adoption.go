@@ -72,6 +72,20 @@ func sourceEndpoints(ec *stewardv1.EtcdCluster, o *observed, live []etcd.Member)
 	}
 }
 
+// specUnchanged re-reads the cluster past the cache right before a source member is removed, which
+// cannot be undone: an abort, a deletion or any spec change written since the plan read the cluster
+// sends the decision back to the planner.
+func (r *EtcdClusterReconciler) specUnchanged(ctx context.Context, ec *stewardv1.EtcdCluster) error {
+	var live stewardv1.EtcdCluster
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(ec), &live); err != nil {
+		return err
+	}
+	if live.Generation != ec.Generation || live.DeletionTimestamp != nil {
+		return errRetry
+	}
+	return nil
+}
+
 // adoptionFacts reads the source's StatefulSet and, until the hand-over starts, runs the preflight.
 func (r *EtcdClusterReconciler) adoptionFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed,
 	takenServices []string) (*plan.Adoption, error) {

@@ -15,11 +15,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/controller"
+	"github.com/etcd-steward/steward/internal/disruption"
+	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/etcdtest"
+	"github.com/etcd-steward/steward/internal/health"
 	"github.com/etcd-steward/steward/internal/plan"
 )
 
@@ -274,5 +278,59 @@ func TestScaleSourceByOneFromWhatThePlanSaw(t *testing.T) {
 	}
 	if got := replicas(); got != 2 {
 		t.Fatalf("replicas %d, want 2", got)
+	}
+}
+
+// A source member's removal is irreversible, so it is made only on the spec it was decided from:
+// an abort (or any spec change) written after the plan read the cluster wins. The e2e saw an
+// abort written 1.8 s before a source member was removed anyway.
+func TestSourceRemovalRechecksTheSpecLive(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cl := etcdtest.Start(t, 3)
+	src := sourceClient(t, cl)
+	before, _ := members(t, src)
+	ec := joinCluster(ns, cl.ClientURLs())
+	ec.Spec.Paused = true // the running manager only watches
+	if err := env.Client.Create(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	planned := ec.DeepCopy()
+	eventually(t, "abort written", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(ec.DeepCopy())
+		ec.Spec.Bootstrap.Join.Abort = true
+		return env.Client.Patch(ctx, ec, patch)
+	})
+	// A follower of the source, removable on the planned facts.
+	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client, Etcd: etcd.NewPool()}
+	t.Cleanup(func() { r.Etcd.Forget(string(planned.UID)) })
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := src.Status(sctx, cl.Members[0].ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim *etcdserverpb.Member
+	list, err := src.MemberList(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.ID != st.Leader {
+			victim = m
+			break
+		}
+	}
+	name := plan.SourceName(health.Member{ID: victim.ID, Name: victim.Name})
+	a := plan.Action{Kind: plan.RemoveMember, Member: name, MemberID: victim.ID, Reason: plan.ReasonHandingOver,
+		Disruption: &disruption.Request{Kind: disruption.Remove, Victim: name}}
+	if err := r.GatherAndApply(ctx, planned, a); !errors.Is(err, controller.ErrRetry) {
+		t.Fatalf("removing %s on a spec since changed: %v, want a retry", victim.Name, err)
+	}
+	if now, _ := members(t, src); !slices.Equal(now, before) {
+		t.Fatalf("member list %v, want %v", now, before)
 	}
 }

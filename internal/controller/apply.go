@@ -41,6 +41,11 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.applyRecovery(ctx, ec, o, a)
 	}
 	if a.Disruption != nil {
+		if a.Kind == plan.RemoveMember && m == nil && adopting(ec) {
+			if err := r.specUnchanged(ctx, ec); err != nil {
+				return err
+			}
+		}
 		if a.Kind == plan.RemoveMember && m != nil {
 			if err := r.writePhaseElsewhere(ctx, m, stewardv1.MemberRemoving, m.Status.ID, a.Replacing, a.ReplacedElsewhere); err != nil {
 				return err
