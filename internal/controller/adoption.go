@@ -41,17 +41,26 @@ func joinSeeds(ec *stewardv1.EtcdCluster) []string {
 	return ec.Spec.Bootstrap.Join.Endpoints
 }
 
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+
 // holdsTeardown: a deleted cluster mid-hand-over takes its members out of etcd one at a time
-// first (the plan's abort); only then does the teardown run.
-func holdsTeardown(ec *stewardv1.EtcdCluster) bool {
+// first (the plan's abort); only then does the teardown run. Not in a namespace being deleted:
+// the source goes with it, so the abort could never finish, and holding would keep the namespace
+// Terminating for good. A namespace that cannot be read holds (it is read again next time).
+func (r *EtcdClusterReconciler) holdsTeardown(ctx context.Context, ec *stewardv1.EtcdCluster) bool {
 	if !adopting(ec) || ec.Status.Adoption == nil {
 		return false
 	}
 	switch ec.Status.Adoption.Phase {
 	case stewardv1.AdoptionHandingOver, stewardv1.AdoptionAborting:
-		return true
+	default:
+		return false
 	}
-	return false
+	var ns corev1.Namespace
+	if err := r.reader().Get(ctx, client.ObjectKey{Name: ec.Namespace}, &ns); err == nil && ns.DeletionTimestamp != nil {
+		return false
+	}
+	return true
 }
 
 // sourceEndpoints adds each source member's client URL to the endpoints, named plan.SourceName,

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -333,4 +334,47 @@ func TestSourceRemovalRechecksTheSpecLive(t *testing.T) {
 	if now, _ := members(t, src); !slices.Equal(now, before) {
 		t.Fatalf("member list %v, want %v", now, before)
 	}
+}
+
+// A namespace being deleted takes the source with it: holding the EtcdCluster's teardown for a
+// member-by-member abort could never finish (and nothing can be created in the namespace any
+// more). The e2e left namespaces Terminating for 45 minutes before this.
+func TestAdoptionTeardownInATerminatingNamespace(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cl := etcdtest.Start(t, 3)
+	ec := joinCluster(ns, cl.ClientURLs())
+	if err := env.Client.Create(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "handing over", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+			return err
+		}
+		if a := ec.Status.Adoption; a == nil || a.Phase != stewardv1.AdoptionHandingOver {
+			return fmt.Errorf("adoption %+v", a)
+		}
+		return nil
+	})
+	var namespace corev1.Namespace
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &namespace); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, &namespace); err != nil {
+		t.Fatal(err)
+	}
+	// envtest runs no namespace controller: delete what it would, the source's Pods (its quorum)
+	// among them.
+	cl.Kill(cl.Members[1])
+	cl.Kill(cl.Members[2])
+	if err := env.Client.Delete(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the EtcdCluster gone", func() error {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (finalizers %v, adoption %+v): %v", ec.Finalizers, ec.Status.Adoption, err)
+	})
 }

@@ -94,7 +94,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	ctx = failpoint.WithArmed(ctx, ec.Annotations[stewardv1.AnnotationFailpoint])
-	if ec.DeletionTimestamp != nil && !holdsTeardown(&ec) {
+	if ec.DeletionTimestamp != nil && !r.holdsTeardown(ctx, &ec) {
 		r.Metrics.Forget(ec.Namespace, ec.Name)
 		return ctrl.Result{}, r.teardown(ctx, &ec)
 	}

@@ -84,6 +84,9 @@ var clusterScoped = map[string]bool{
 	"authorization.k8s.io subjectaccessreviews": true,
 	"core nodes":             true,
 	"core persistentvolumes": true,
+	// get only: a cluster deleted mid-adoption reads its namespace (one being deleted takes the
+	// source with it, so the teardown is not held for a member-by-member abort).
+	"core namespaces": true,
 	// The eviction webhook's configuration, whose caBundle the certificate rotator fills.
 	"admissionregistration.k8s.io validatingwebhookconfigurations": true,
 }
