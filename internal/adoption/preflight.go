@@ -115,8 +115,12 @@ func reachable(s Source) stewardv1.AdoptionCheck {
 func noLearner(s Source) stewardv1.AdoptionCheck {
 	for _, m := range s.Etcd.Members {
 		if m.IsLearner {
+			name := m.Name
+			if name == "" {
+				name = "not started yet, peer URLs " + strings.Join(m.PeerURLs, ",")
+			}
 			return fail(CheckNoLearner, "member %x (%s) is a learner: promote it or remove it (etcdctl member promote|remove %x) first",
-				m.ID, m.Name, m.ID)
+				m.ID, name, m.ID)
 		}
 	}
 	return pass(CheckNoLearner, "no learner")

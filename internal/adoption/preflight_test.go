@@ -54,6 +54,9 @@ func TestPreflight(t *testing.T) {
 			check: CheckReachable, msg: "could not be read through spec.bootstrap.join.endpoints"},
 		{name: "a learner", source: func(s *Source) { s.Etcd.Members[2].IsLearner = true },
 			check: CheckNoLearner, msg: "is a learner: promote it or remove it"},
+		{name: "a learner not started yet has no name: its peer URL names it", source: func(s *Source) {
+			s.Etcd.Members[2].IsLearner, s.Etcd.Members[2].Name = true, ""
+		}, check: CheckNoLearner, msg: "(not started yet, peer URLs http://etcd-2.etcd-headless.ns.svc.cluster.local:2380) is a learner"},
 		{name: "a member down", source: func(s *Source) { s.Etcd.Endpoints[1] = health.Endpoint{Member: "source-etcd-1", Err: "refused"} },
 			check: CheckHealthy, msg: "member etcd-1 did not answer"},
 		{name: "a member reporting an error", source: func(s *Source) { s.Etcd.Endpoints[1].Errors = []string{"etcdserver: no leader"} },

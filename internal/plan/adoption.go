@@ -82,13 +82,7 @@ func (v *view) handOver(notes) outcome {
 	if !v.f.Adopting() {
 		return pass()
 	}
-	if !v.f.Etcd.MemberListKnown() {
-		return decided(wait(ReasonWaitingForHealth, "the adoption waits for the member list: %s", v.f.Etcd.MemberListErr))
-	}
-	if v.f.abortingAdoption() {
-		return decided(v.abortAdoption())
-	}
-	if !v.handOverStarted() {
+	if !v.handOverStarted() && !v.f.abortingAdoption() {
 		var checks []stewardv1.AdoptionCheck
 		if v.f.Adoption != nil {
 			checks = v.f.Adoption.Checks
@@ -96,6 +90,12 @@ func (v *view) handOver(notes) outcome {
 		if ok, why := adoption.Passed(checks); !ok {
 			return decided(wait(ReasonAdoptionRefused, "%s", refusedMessage(why)))
 		}
+	}
+	if !v.f.Etcd.MemberListKnown() {
+		return decided(wait(ReasonWaitingForHealth, "the adoption waits for the member list: %s", v.f.Etcd.MemberListErr))
+	}
+	if v.f.abortingAdoption() {
+		return decided(v.abortAdoption())
 	}
 	if a, ok := v.sourceStopping(); ok {
 		return decided(a)

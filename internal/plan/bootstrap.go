@@ -143,6 +143,9 @@ func (v *view) quorumLost(notes) outcome {
 			return built(act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name))
 		}
 	}
+	if v.f.Adopting() && !v.handOverStarted() {
+		return pass() // nothing of the source is Steward's yet: the preflight says what it found
+	}
 	if v.f.Adopting() {
 		// Half the voters may be the source's: Steward recovers nothing it does not own.
 		return decided(wait(ReasonQuorumLost, "%d of %d voters healthy during an adoption: no membership change and no "+

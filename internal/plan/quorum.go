@@ -265,7 +265,8 @@ const ConditionQuorumRecovery = "QuorumRecovery"
 // the controller's records, kept as they are). The plan is shown while etcd does not show quorum,
 // whether or not the evidence is complete enough to run it.
 func (v *view) recoveryStatus(q evidence.Quorum) (since *metav1.Time, observer string, p *stewardv1.QuorumRecoveryPlan) {
-	if _, _, ok := v.quorum(); ok || !v.formed() || v.recoveryInProgress() != nil || q.State == evidence.Held {
+	if _, _, ok := v.quorum(); ok || !v.formed() || v.recoveryInProgress() != nil || q.State == evidence.Held || v.f.Adopting() {
+		// An adopting cluster's quorum is the source's: Steward plans no recovery of it.
 		return nil, "", nil
 	}
 	if t, ok := v.lostSince(q); ok {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -377,5 +378,30 @@ func TestAdoptionRefusedMessageFromTheStart(t *testing.T) {
 	a := w.cluster.Status.Adoption
 	if a == nil || a.Phase != stewardv1.AdoptionRefused || !strings.Contains(a.Message, "refused and nothing of the source was changed: Auth:") {
 		t.Fatalf("after the first reconcile: %+v", a)
+	}
+}
+
+// A source Steward cannot read (etcd auth refuses the member list without a user) is refused on
+// the preflight, not reported as a quorum loss with a recovery plan for a cluster Steward does
+// not own (the e2e saw Progressing=QuorumLost and "restore one into a new cluster").
+func TestAdoptionUnreadableSourceIsRefusedNotLost(t *testing.T) {
+	f := Facts{Cluster: &stewardv1.EtcdCluster{}, Now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	f.Cluster.Name, f.Cluster.Namespace = "c", "ns"
+	f.Cluster.Spec.MemberTemplate = template("3.6.16")
+	f.Cluster.Status.Observed = ptrTo(template("3.6.16"))
+	f.Cluster.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: &stewardv1.JoinSpec{Endpoints: []string{"http://etcd:2379"}}}
+	f.Etcd.MemberListErr = "etcdserver: user name is empty"
+	f.Adoption = &Adoption{Checks: []stewardv1.AdoptionCheck{{Name: "Auth", Message: "etcd authentication is enabled"}}}
+	d := Plan(f)
+	if d.Action.Reason != ReasonAdoptionRefused || d.RecoveryPlan != nil || d.LostSince != nil {
+		t.Fatalf("action %s (%s), recovery plan %+v", d.Action, d.Action.Message, d.RecoveryPlan)
+	}
+	for _, c := range d.Conditions {
+		if c.Reason == string(ReasonQuorumLost) {
+			t.Errorf("condition %s says %s: %s", c.Type, c.Reason, c.Message)
+		}
+	}
+	if d.Adoption == nil || d.Adoption.Phase != stewardv1.AdoptionRefused {
+		t.Errorf("status.adoption %+v", d.Adoption)
 	}
 }
