@@ -375,6 +375,6 @@ func TestAdoptionTeardownInATerminatingNamespace(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (finalizers %v, adoption %+v): %v", ec.Finalizers, ec.Status.Adoption, err)
+		return fmt.Errorf("still there (finalizers %v, adoption %+v): %w", ec.Finalizers, ec.Status.Adoption, err)
 	})
 }
