@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -540,4 +541,55 @@ func (w *adoptWatch) report(label string, created time.Time, requireFT bool) {
 	t.Logf("MEASURE %s: fault tolerance min %d over %d samples (at %s); source members handed over in %v",
 		label, w.minFT, w.samples, w.minAt, perMember)
 	t.Logf("MEASURE %s timeline:\n%s", label, b.String())
+}
+
+// killOperatorAtEachStep kills the operator whenever the hand-over takes a step: a Steward member
+// more is a voter, or a source member fewer serves (as status says). It returns a stop function
+// that reports how many times it killed.
+func killOperatorAtEachStep(t *testing.T, ns string) func() int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		kills, last := 0, ""
+		defer func() { done <- kills }()
+		for ctx.Err() == nil {
+			time.Sleep(500 * time.Millisecond)
+			ec, err := get(ctx, ns, adoptClusterName)
+			if err != nil || ec.Status.Adoption == nil {
+				continue
+			}
+			if ec.Status.Adoption.Phase == stewardv1.AdoptionDone {
+				return
+			}
+			voters, serving := 0, 0
+			for _, m := range ec.Status.Members {
+				if m.Role == stewardv1.RoleLeader || m.Role == stewardv1.RoleFollower {
+					voters++
+				}
+			}
+			for _, s := range ec.Status.Adoption.SourceMembers {
+				if s.State == stewardv1.SourceServing {
+					serving++
+				}
+			}
+			step := fmt.Sprintf("%d/%d", voters, serving)
+			if last != "" && step != last {
+				t.Logf("hand-over step %s -> %s: killing the operator", last, step)
+				// Not killOperator: t.Fatal must not be called off the test's goroutine.
+				var pods corev1.PodList
+				if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
+					t.Errorf("listing the operator's Pods: %v", err)
+				}
+				for i := range pods.Items {
+					if err := f.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+						t.Errorf("killing the operator: %v", err)
+					}
+				}
+				kills++
+			}
+			last = step
+		}
+	}()
+	return func() int { cancel(); return <-done }
 }

@@ -32,16 +32,22 @@ const (
 // suite builds that adoption supports (3.6, and 3.5 which the chart's users mostly still run):
 // the cluster keeps its ID and its revisions, no acknowledged write is lost, no read is stale,
 // and at every sample of the member list at least one voter more than a quorum served (fault
-// tolerance >= 1) while members came and went.
+// tolerance >= 1) while members came and went. The operator-killed case kills the operator at
+// every step of the hand-over (each promotion, each source member's removal): each step was
+// written before it acted, so the next operator goes on from the live member list.
 func TestAdoptStatefulSet(t *testing.T) {
 	t.Parallel()
-	for _, minor := range []string{"3.6", "3.5"} {
-		t.Run(minor, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, minor string
+		kill        bool
+	}{{"3.6", "3.6", false}, {"3.5", "3.5", false}, {"3.6-operator-killed", "3.6", true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			minor := tc.minor
 			version := versionOf(t, minor)
 			ns := f.Namespace(t)
 			src := startBitnami(t, ns, version, 3)
-			label := "adopt " + minor + " statefulset 3"
+			label := "adopt " + tc.name + " statefulset 3"
 
 			// The application: its client is given the chart's client Service, and traffic runs
 			// before Steward is asked for anything.
@@ -54,6 +60,10 @@ func TestAdoptStatefulSet(t *testing.T) {
 			w := watchAdoption(t, ns, src)
 			created := time.Now()
 			createAdopting(t, ns, src, version)
+			if tc.kill {
+				stop := killOperatorAtEachStep(t, ns)
+				defer func() { t.Logf("MEASURE %s: operator killed %d times", label, stop()) }()
+			}
 			// The application's endpoints, as a user moves them during the hand-over: once Steward's
 			// client Service serves (its first member a ready voter), the application's client is
 			// given both Services (clientv3 balances over both and skips the one that refuses),
