@@ -6,16 +6,21 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
@@ -338,4 +343,98 @@ func TestAdoptRefused(t *testing.T) {
 			t.Logf("MEASURE adopt refused %s: %q", tc.name, a.Message)
 		})
 	}
+}
+
+// TestAdoptKubeAPIServer: a kube-apiserver stores in the source, with --etcd-servers listing the
+// chart's client Service and Steward's (created first by a paused EtcdCluster, so its address is
+// known: a list of endpoints is what a kube-apiserver is configured with). The hand-over runs under
+// its load; every object it created is readable afterwards, from Steward's members alone, and its
+// resourceVersions went on without a jump (no re-list: the revisions are the cluster's own).
+func TestAdoptKubeAPIServer(t *testing.T) {
+	t.Parallel()
+	version := etcdVersion()
+	ns := f.Namespace(t)
+	src := startBitnami(t, ns, version, 3)
+	ec := adoptingCluster(ns, src, version)
+	ec.Spec.Paused = true
+	createObj(t, ec)
+	var svc corev1.Service
+	f.WaitFor(t, ns, "Steward's client Service", time.Minute, func(ctx context.Context) (bool, error) {
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.ClientServiceName(adoptClusterName)}, &svc)
+		return err == nil, err
+	})
+	var srcSvc corev1.Service
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: src.Name}, &srcSvc); err != nil {
+		t.Fatal(err)
+	}
+	old := framework.StartTCPProxy(t, fmt.Sprintf("%s:%d", srcSvc.Spec.ClusterIP, resources.ClientPort))
+	ours := framework.StartTCPProxy(t, fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, resources.ClientPort))
+	kas := framework.StartKubeAPIServer(t, f.KubeAPIServer, t.TempDir(), "http://"+old.Addr+",http://"+ours.Addr,
+		"/adopt-kas", framework.EtcdFiles{})
+	cs, err := kas.Clientset(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := startAPILoad(t, kas, "adopt")
+	time.Sleep(5 * time.Second) // a steady state to compare with
+	rvBefore := listRV(t, cs)
+
+	start := time.Now()
+	update(t, ns, adoptClusterName, func(ec *stewardv1.EtcdCluster) { ec.Spec.Paused = false })
+	waitAdoptionPhase(t, ns, stewardv1.AdoptionDone, 12*time.Minute)
+	f.WaitFor(t, ns, "the source StatefulSet at 0 replicas with no Pod", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		return sourceScaledTo(ctx, ns, src, 0)
+	})
+	done := time.Since(start)
+	time.Sleep(5 * time.Second) // the kube-apiserver on Steward's members alone
+	h := load.stop()
+	logAPILoad(t, "adopt kube-apiserver", h, start)
+	if l := h.Lockouts(); len(l) > 0 {
+		t.Errorf("the kube-apiserver was locked out: %d requests failed with no success after them, first: %s", len(l), firstOps(l))
+	}
+	rvAfter := listRV(t, cs)
+	if rvAfter < rvBefore {
+		t.Errorf("the kube-apiserver's resourceVersion went back: %d before, %d after", rvBefore, rvAfter)
+	}
+	// Every ConfigMap whose creation was acknowledged is there.
+	var missing []string
+	for _, op := range h {
+		if op.Kind != framework.OpPut || op.Err != "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cs.CoreV1().ConfigMaps("e2e").Get(ctx, op.Key, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			missing = append(missing, op.Key+": "+err.Error())
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d acknowledged ConfigMaps unreadable after the adoption, first: %s", len(missing), missing[0])
+	}
+	failed := 0
+	for _, op := range h {
+		if op.Err != "" {
+			failed++
+		}
+	}
+	t.Logf("MEASURE adopt kube-apiserver: Done +%.1fs; resourceVersion %d -> %d; %d requests, %d failed, 0 acknowledged objects lost expected (%d lost)",
+		done.Seconds(), rvBefore, rvAfter, len(h), failed, len(missing))
+}
+
+// listRV is the resourceVersion of a list of the load's ConfigMaps: the etcd revision the
+// kube-apiserver read it at.
+func listRV(t *testing.T, cs kubernetes.Interface) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := cs.CoreV1().ConfigMaps("e2e").List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rv
 }

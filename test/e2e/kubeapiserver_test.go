@@ -57,7 +57,7 @@ func TestCARotationKubeAPIServer(t *testing.T) {
 	})
 	waited := time.Now()
 	h := load.stop()
-	logAPILoad(t, "widen and swap, kube-apiserver on the old files", h, start)
+	logAPILoad(t, "CA rotation widen and swap, kube-apiserver on the old files", h, start)
 	if failed := h.Lockouts(); len(failed) > 0 {
 		t.Errorf("%d kube-apiserver requests failed through WidenTrust and SwapLeaves: %s", len(failed), firstOps(failed))
 	}
@@ -102,7 +102,7 @@ func TestCARotationKubeAPIServer(t *testing.T) {
 		return settled(ns, "kas", 3)(ctx)
 	})
 	h = load.stop()
-	logAPILoad(t, "drop, kube-apiserver restarted on the new files", h, approved)
+	logAPILoad(t, "CA rotation drop, kube-apiserver restarted on the new files", h, approved)
 	if failed := h.Lockouts(); len(failed) > 0 {
 		t.Errorf("%d kube-apiserver requests failed through DropOldCA: %s", len(failed), firstOps(failed))
 	}
@@ -239,9 +239,9 @@ func logAPILoad(t *testing.T, label string, h framework.History, since time.Time
 	t.Helper()
 	before, during := split(h, since)
 	if len(before) > 0 {
-		t.Logf("MEASURE CA rotation %s, steady: %s", label, before.Summary())
+		t.Logf("MEASURE %s, steady: %s", label, before.Summary())
 	}
-	t.Logf("MEASURE CA rotation %s: %s", label, during.Summary())
+	t.Logf("MEASURE %s: %s", label, during.Summary())
 }
 
 // firstOps names up to five failed requests, each with its time and error.

@@ -103,16 +103,18 @@ func StartKubeAPIServer(t testing.TB, binary, dir, etcdURL, prefix string, files
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary,
-		"--etcd-servers="+etcdURL, "--etcd-prefix="+prefix,
-		"--etcd-cafile="+filepath.Join(dir, "ca.crt"), "--etcd-certfile="+filepath.Join(dir, "tls.crt"),
-		"--etcd-keyfile="+filepath.Join(dir, "tls.key"),
+	args := []string{"--etcd-servers=" + etcdURL, "--etcd-prefix=" + prefix}
+	if len(files.CA) > 0 { // no files: a plaintext etcd
+		args = append(args, "--etcd-cafile="+filepath.Join(dir, "ca.crt"), "--etcd-certfile="+filepath.Join(dir, "tls.crt"),
+			"--etcd-keyfile="+filepath.Join(dir, "tls.key"))
+	}
+	cmd := exec.Command(binary, append(args,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+filepath.Join(dir, "serving"), "--service-cluster-ip-range=10.250.0.0/24",
 		"--service-account-issuer=https://kube-apiserver.e2e", "--service-account-key-file="+filepath.Join(dir, "sa.key"),
 		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
 		"--authorization-mode=AlwaysAllow", "--token-auth-file="+filepath.Join(dir, "tokens.csv"),
-		"--endpoint-reconciler-type=none", "--enable-priority-and-fairness=false")
+		"--endpoint-reconciler-type=none", "--enable-priority-and-fairness=false")...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", binary, err)
