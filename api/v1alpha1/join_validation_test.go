@@ -25,6 +25,10 @@ func TestJoinValidation(t *testing.T) {
 		{"not a URL", join(&stewardv1.JoinSpec{Endpoints: []string{"etcd-0:2379"}}), "spec.bootstrap.join.endpoints"},
 		{"a path", join(&stewardv1.JoinSpec{Endpoints: []string{"http://etcd-0:2379/v3"}}), "spec.bootstrap.join.endpoints"},
 		{"TLS source", join(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}}), "only plaintext (http://) sources can be adopted so far"},
+		{"TLS left on (the default)", func(ec *stewardv1.EtcdCluster) {
+			join(&stewardv1.JoinSpec{Endpoints: ep})(ec)
+			ec.Spec.TLS = nil
+		}, "spec.bootstrap.join adopts plaintext sources only so far: set spec.tls.enabled to false"},
 		{"restore and join", func(ec *stewardv1.EtcdCluster) {
 			join(&stewardv1.JoinSpec{Endpoints: ep})(ec)
 			ec.Spec.Bootstrap.Restore = &stewardv1.RestoreSpec{BackupName: "b1"}
