@@ -89,3 +89,62 @@ func TestPodOf(t *testing.T) {
 		}
 	}
 }
+
+// Next never asks for a removal with no source left, nor an add past replicas.
+func TestNextNeverOvershoots(t *testing.T) {
+	for ours := 0; ours <= 8; ours++ {
+		for sources := 0; sources <= 8; sources++ {
+			for replicas := 1; replicas <= 7; replicas++ {
+				switch Next(ours, sources, replicas) {
+				case RemoveSource:
+					if sources == 0 {
+						t.Errorf("Next(%d, %d, %d) removes a source that is not there", ours, sources, replicas)
+					}
+				case Add:
+					if ours >= replicas {
+						t.Errorf("Next(%d, %d, %d) adds past replicas", ours, sources, replicas)
+					}
+				case Finished:
+					if sources > 0 || ours < replicas {
+						t.Errorf("Next(%d, %d, %d) finishes early", ours, sources, replicas)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestOrdinal(t *testing.T) {
+	for name, want := range map[string]int{"etcd-2": 2, "etcd-10": 10, "vm": -1, "7": 7, "a-b-0": 0} {
+		if got := ordinal(name); got != want {
+			t.Errorf("ordinal(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
+
+// The hand-over's first move from every state the preflight lets through (a source of 1 to 7,
+// Steward not started): never a removal that would leave the source below its own tolerance
+// before Steward has a voter.
+func TestFirstMove(t *testing.T) {
+	for sources := 1; sources <= 7; sources++ {
+		for replicas := 1; replicas <= 7; replicas++ {
+			move := Next(0, sources, replicas)
+			wantRemove := sources > replicas
+			if (move == RemoveSource) != wantRemove || move == Finished {
+				t.Errorf("%d into %d: first move %s", sources, replicas, move)
+			}
+		}
+	}
+}
+
+func TestPodOfIgnoresPortsAndPaths(t *testing.T) {
+	pods := []string{"etcd-0"}
+	for _, url := range []string{"http://etcd-0:2380/", "etcd-0.etcd-headless:2380", "http://etcd-0/x"} {
+		if got := PodOf(url, pods); got != "etcd-0" {
+			t.Errorf("PodOf(%q) = %q", url, got)
+		}
+	}
+	if got := PodOf("http://etcd-00.etcd-headless:2380", pods); got != "" {
+		t.Errorf("a longer name matched: %q", got)
+	}
+}
