@@ -49,8 +49,8 @@ func Next(ours, sources, replicas int) Move {
 
 var trailingNumber = regexp.MustCompile(`(\d+)$`)
 
-// ordinal is a name's trailing number (etcd-2 → 2), -1 when it has none.
-func ordinal(name string) int {
+// Ordinal is a name's trailing number (etcd-2 → 2, a StatefulSet Pod's ordinal), -1 when it has none.
+func Ordinal(name string) int {
 	m := trailingNumber.FindString(name)
 	if m == "" {
 		return -1
@@ -67,7 +67,7 @@ func ordinal(name string) int {
 func RemovalOrder(names []string) []string {
 	out := slices.Clone(names)
 	slices.SortStableFunc(out, func(a, b string) int {
-		if c := cmp.Compare(ordinal(b), ordinal(a)); c != 0 {
+		if c := cmp.Compare(Ordinal(b), Ordinal(a)); c != 0 {
 			return c
 		}
 		return strings.Compare(b, a)

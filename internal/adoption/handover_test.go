@@ -116,8 +116,8 @@ func TestNextNeverOvershoots(t *testing.T) {
 
 func TestOrdinal(t *testing.T) {
 	for name, want := range map[string]int{"etcd-2": 2, "etcd-10": 10, "vm": -1, "7": 7, "a-b-0": 0} {
-		if got := ordinal(name); got != want {
-			t.Errorf("ordinal(%q) = %d, want %d", name, got, want)
+		if got := Ordinal(name); got != want {
+			t.Errorf("Ordinal(%q) = %d, want %d", name, got, want)
 		}
 	}
 }

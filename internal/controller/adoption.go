@@ -109,7 +109,7 @@ func (r *EtcdClusterReconciler) adoptionFacts(ctx context.Context, ec *stewardv1
 	if set != nil {
 		out.StatefulSet = &set.facts
 	}
-	if r.handOverStarted(ec, o) {
+	if o.facts.HandOverStarted() {
 		return out, nil
 	}
 	src := adoption.Source{Etcd: o.facts.Etcd, Names: map[uint64]string{}}
@@ -130,16 +130,6 @@ func (r *EtcdClusterReconciler) adoptionFacts(ctx context.Context, ec *stewardv1
 	}
 	out.Checks = adoption.Preflight(src, adoptionTarget(ec, len(o.facts.Etcd.Members), takenServices))
 	return out, nil
-}
-
-// handOverStarted mirrors the plan's: a Steward member exists, or the recorded phase is past the
-// preflight.
-func (r *EtcdClusterReconciler) handOverStarted(ec *stewardv1.EtcdCluster, o *observed) bool {
-	if len(o.members) > 0 {
-		return true
-	}
-	a := ec.Status.Adoption
-	return a != nil && a.Phase != stewardv1.AdoptionPreflight && a.Phase != stewardv1.AdoptionRefused
 }
 
 func adoptionTarget(ec *stewardv1.EtcdCluster, sources int, taken []string) adoption.Target {

@@ -51,18 +51,21 @@ func (f *Facts) abortingAdoption() bool {
 	return f.Adopting() && (f.join().Abort || f.Cluster.DeletionTimestamp != nil)
 }
 
-// handOverStarted: something of the cluster changed already (a Steward member exists, or a source
-// member left), so the preflight no longer decides.
-func (v *view) handOverStarted() bool {
-	if len(v.members) > 0 {
+// HandOverStarted: something of the cluster changed already (a Steward member exists, or the
+// recorded phase is past the preflight), so the preflight no longer decides. The controller asks it
+// too: the preflight's live reads are made only until then.
+func (f *Facts) HandOverStarted() bool {
+	if len(f.Members) > 0 {
 		return true
 	}
-	switch v.f.recordedAdoption() {
+	switch f.recordedAdoption() {
 	case stewardv1.AdoptionHandingOver, stewardv1.AdoptionAborting:
 		return true
 	}
 	return false
 }
+
+func (v *view) handOverStarted() bool { return v.f.HandOverStarted() }
 
 // adoptionAborted: once aborted, the cluster's etcd is the source's alone. Nothing of it is
 // Steward's to repair, recover or remove, so nothing runs until the EtcdCluster is deleted.
@@ -238,34 +241,17 @@ func (v *view) sourceStopping() (Action, bool) {
 		return Action{}, false
 	}
 	// The highest Pod: if it still serves (or is not the source's), there is nothing to stop.
-	p := slices.MaxFunc(set.Pods, func(a, b SourcePod) int { return podOrdinal(a.Name) - podOrdinal(b.Name) })
+	p := slices.MaxFunc(set.Pods, func(a, b SourcePod) int { return adoption.Ordinal(a.Name) - adoption.Ordinal(b.Name) })
 	if !removed[p.Name] {
 		return Action{}, false
 	}
-	if ord := int32(podOrdinal(p.Name)); ord >= 0 && set.Replicas > ord {
+	if ord := int32(adoption.Ordinal(p.Name)); ord >= 0 && set.Replicas > ord {
 		a := act(ScaleSource, "", ReasonHandingOver, "handing over: scaling StatefulSet %s from %d to %d replicas: %s's member left etcd",
 			set.Name, set.Replicas, ord, p.Name)
 		a.SourceReplicas = ord
 		return a, true
 	}
 	return wait(ReasonHandingOver, "waiting for source Pod %s to stop (StatefulSet %s at %d replicas)", p.Name, set.Name, set.Replicas), true
-}
-
-func podOrdinal(name string) int {
-	for i := len(name) - 1; i >= 0; i-- {
-		if name[i] < '0' || name[i] > '9' {
-			n, err := strconv.Atoi(name[i+1:])
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	n, err := strconv.Atoi(name)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // abortAdoption takes Steward's members out, highest ordinal first, each through the scale-down
