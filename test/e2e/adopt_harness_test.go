@@ -313,6 +313,7 @@ type adoptWatch struct {
 	mu         sync.Mutex
 	samples    int
 	minFT      int
+	straddles  int // samples in a row a listed voter refused a read as a learner
 	minAt      string
 	violations []string
 	timeline   []adoptEvent
@@ -389,9 +390,10 @@ func (w *adoptWatch) sample() {
 			voters = append(voters, m)
 		}
 	}
-	healthy := make([]bool, len(voters))
+	probes := make([]framework.VoterProbe, len(voters))
 	var wg sync.WaitGroup
 	for i, m := range voters {
+		probes[i] = framework.VoterProbe{Name: m.name, Err: fmt.Errorf("no client for %q", m.clientURL)}
 		c := w.memberClient(m.clientURL)
 		if c == nil {
 			continue
@@ -401,8 +403,7 @@ func (w *adoptWatch) sample() {
 			defer wg.Done()
 			rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 			defer rcancel()
-			_, err := c.Get(rctx, "/adopt-probe")
-			healthy[i] = err == nil
+			_, probes[i].Err = c.Get(rctx, "/adopt-probe")
 		}()
 	}
 	wg.Wait()
@@ -410,21 +411,22 @@ func (w *adoptWatch) sample() {
 	if err != nil || fmt.Sprint(again) != fmt.Sprint(ms) {
 		return
 	}
-	n := 0
-	var sick []string
-	for i, ok := range healthy {
-		if ok {
-			n++
-		} else {
-			sick = append(sick, voters[i].name)
-		}
-	}
-	ft := n - (len(voters)/2 + 1)
+	ft, sick, counted := framework.FaultTolerance(probes)
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !counted {
+		// A promotion is applied on the promoted member within a heartbeat or so; a voter that
+		// still calls itself a learner two seconds on is a fault, not a straddle.
+		if w.straddles++; w.straddles >= 4 {
+			w.violations = append(w.violations, fmt.Sprintf("%s: a voter of %v refused reads as a learner in %d samples in a row",
+				now.Format("15:04:05.000"), ms, w.straddles))
+		}
+		return
+	}
+	w.straddles = 0
 	w.samples++
-	desc := fmt.Sprintf("%s: %d voters, %d healthy (unhealthy %v), members %v", now.Format("15:04:05.000"), len(voters), n, sick, ms)
+	desc := fmt.Sprintf("%s: %d voters, %d healthy (unhealthy %v), members %v", now.Format("15:04:05.000"), len(voters), len(voters)-len(sick), sick, ms)
 	if ft < w.minFT {
 		w.minFT, w.minAt = ft, desc
 	}
