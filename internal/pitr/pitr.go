@@ -25,8 +25,8 @@ type Base struct {
 type Segment struct {
 	Key         string
 	After, Last int64
-	// FirstStamp and LastStamp are its first and last revision's stamps (object metadata).
-	FirstStamp, LastStamp time.Time
+	// LastStamp is its last revision's stamp (in its name).
+	LastStamp time.Time
 }
 
 // Range is a run of revisions a restore can reach: any revision From..To, from Base and the
@@ -126,9 +126,10 @@ func ForRevision(bases []Base, segs []Segment, rev int64) (Plan, error) {
 
 // ForTime maps a time to a revision: the last revision stamped at or before t (a base's stamp is
 // its snapshot's time). From listings alone it knows rev, the newest revision whose segment (or
-// base) ended at or before t; when t falls inside a segment it returns that segment too, and the
-// caller reads its revisions' stamps for the last one at or before t (Refine). A time before the
-// first base or after the last stamp is refused: a restore never quietly lands earlier than asked.
+// base) ended at or before t; when the segment continuing from rev ends after t, t may fall inside
+// it, and ForTime returns it: the caller reads its revisions' stamps for the last one at or before
+// t (Refine). A time before the first base or after the last stamp is refused: a restore never
+// quietly lands earlier than asked.
 func ForTime(bases []Base, segs []Segment, t time.Time) (rev int64, inside *Segment, err error) {
 	var latest time.Time
 	found := false
@@ -144,25 +145,19 @@ func ForTime(bases []Base, segs []Segment, t time.Time) (rev int64, inside *Segm
 		if s.LastStamp.After(latest) {
 			latest = s.LastStamp
 		}
-		switch {
-		case !s.LastStamp.After(t):
-			if s.Last > rev {
-				rev, found = s.Last, true
-			}
-		case !s.FirstStamp.After(t) && (inside == nil || s.After > inside.After):
-			c := s
-			inside = &c
+		if !s.LastStamp.After(t) && s.Last > rev {
+			rev, found = s.Last, true
 		}
 	}
-	if inside != nil && inside.After > rev {
-		rev, found = inside.After, true
-	}
 	switch {
-	case !found && inside == nil:
+	case !found:
 		return 0, nil, fmt.Errorf("%s is before the first base snapshot: %s", t.UTC().Format(time.RFC3339Nano), describe(Ranges(bases, segs)))
 	case t.After(latest):
 		return 0, nil, fmt.Errorf("%s is after the last revision recorded (stamped %s): %s",
 			t.UTC().Format(time.RFC3339Nano), latest.UTC().Format(time.RFC3339Nano), describe(Ranges(bases, segs)))
+	}
+	if c := chainFrom(rev, segs); len(c) > 0 && c[0].LastStamp.After(t) {
+		inside = &c[0]
 	}
 	return rev, inside, nil
 }

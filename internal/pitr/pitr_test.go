@@ -15,8 +15,7 @@ func base(name string, rev int64, s int) Base { return Base{Name: name, Revision
 
 // seg covers revisions after+1..last, stamped one second a revision from second s0.
 func seg(after, last int64, s0 int) Segment {
-	return Segment{Key: fmt.Sprintf("%d-%d", after, last), After: after, Last: last,
-		FirstStamp: at(s0), LastStamp: at(s0 + int(last-after-1))}
+	return Segment{Key: fmt.Sprintf("%d-%d", after, last), After: after, Last: last, LastStamp: at(s0 + int(last-after-1))}
 }
 
 func TestRanges(t *testing.T) {
@@ -109,11 +108,12 @@ func TestForTime(t *testing.T) {
 		inside  string
 		refused string
 	}{
-		{name: "the base's own time", t: at(0), rev: 100},
-		{name: "before the first stamp of a segment", t: at(0).Add(500 * time.Millisecond), rev: 100},
+		// Without the first stamp, the segment that continues is read (Refine keeps rev if none fits).
+		{name: "the base's own time", t: at(0), rev: 100, inside: "100-110"},
+		{name: "before the first stamp of a segment", t: at(0).Add(500 * time.Millisecond), rev: 100, inside: "100-110"},
 		{name: "inside the first segment", t: at(5).Add(time.Millisecond), rev: 100, inside: "100-110"},
-		{name: "at the last stamp of a segment", t: at(10), rev: 110},
-		{name: "between two segments", t: at(10).Add(500 * time.Millisecond), rev: 110},
+		{name: "at the last stamp of a segment", t: at(10), rev: 110, inside: "110-120"},
+		{name: "between two segments", t: at(10).Add(500 * time.Millisecond), rev: 110, inside: "110-120"},
 		{name: "inside the second", t: at(15), rev: 110, inside: "110-120"},
 		{name: "the last stamp", t: at(20), rev: 120},
 		{name: "after the last stamp", t: at(20).Add(time.Second), refused: "after the last revision recorded"},

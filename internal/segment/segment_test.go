@@ -208,24 +208,25 @@ func newerFormat(t *testing.T) []byte {
 }
 
 func TestName(t *testing.T) {
-	n := Name(100, 180, "zst", "age")
-	if n != "00000000000000000100-00000000000000000180.seg.zst.age" {
+	n := Name(100, 180, t0, "zst", "age")
+	if n != "00000000000000000100-00000000000000000180-1796392930123.seg.zst.age" {
 		t.Fatalf("Name = %q", n)
 	}
-	after, last, enc, err := ParseName("ns/c/_segments/" + n)
-	if err != nil || after != 100 || last != 180 || strings.Join(enc, ",") != "zst,age" {
-		t.Errorf("ParseName = %d %d %v %v", after, last, enc, err)
+	p, err := ParseName("ns/c/_segments/" + n)
+	if err != nil || p.After != 100 || p.Last != 180 || !p.LastStamp.Equal(t0.Truncate(time.Millisecond)) || strings.Join(p.Encodings, ",") != "zst,age" {
+		t.Errorf("ParseName = %+v %v", p, err)
 	}
-	if _, _, enc, err := ParseName(Name(0, 1)); err != nil || enc != nil {
-		t.Errorf("a plain segment: %v %v", enc, err)
+	if p, err := ParseName(Name(0, 1, t0)); err != nil || p.Encodings != nil {
+		t.Errorf("a plain segment: %+v %v", p, err)
 	}
-	// Names sort in revision order.
-	if !(Name(9, 99) < Name(99, 100) && Name(99, 100) < Name(100, 1000)) {
+	// Names sort in revision order, whatever the stamps.
+	if !(Name(9, 99, t0.Add(time.Hour)) < Name(99, 100, t0) && Name(99, 100, t0) < Name(100, 1000, t0)) {
 		t.Error("names do not sort by revision")
 	}
-	for _, bad := range []string{"", "manifest.json", "100-180.seg", Name(5, 5), Name(6, 5),
-		"00000000000000000100-00000000000000000180.segx", "0000000000000000010a-00000000000000000180.seg"} {
-		if _, _, _, err := ParseName(bad); err == nil {
+	for _, bad := range []string{"", "manifest.json", "100-180-1.seg", Name(5, 5, t0), Name(6, 5, t0),
+		"00000000000000000100-00000000000000000180.seg", "00000000000000000100-00000000000000000180-1.segx",
+		"0000000000000000010a-00000000000000000180-1.seg", "00000000000000000100-00000000000000000180--1.seg"} {
+		if _, err := ParseName(bad); err == nil {
 			t.Errorf("ParseName(%q) accepted", bad)
 		}
 	}
