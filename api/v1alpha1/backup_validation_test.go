@@ -3,8 +3,10 @@ package v1alpha1_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
@@ -98,6 +100,24 @@ func TestBackupScheduleValidation(t *testing.T) {
 	bad.Spec.Template.Destination = s3Dest()
 	bad.Spec.ConcurrencyPolicy = "Allow"
 	expectResult(t, env.Client.Create(ctx(t), bad), "spec.concurrencyPolicy")
+
+	cont := s.DeepCopy()
+	cont.ResourceVersion, cont.Name = "", s.Name+"c"
+	cont.Spec.Continuous = &stewardv1.ContinuousBackupSpec{}
+	if err := env.Client.Create(ctx(t), cont); err != nil {
+		t.Fatal(err)
+	}
+	if c := cont.Spec.Continuous; c.SegmentSeconds != 5 || c.SegmentMaxMiB != 8 {
+		t.Errorf("continuous defaults not applied: %+v", c)
+	}
+	bad = cont.DeepCopy()
+	bad.ResourceVersion, bad.Name = "", cont.Name+"v"
+	bad.Spec.Template.Destination = stewardv1.BackupStorage{Volume: &stewardv1.VolumeStorage{PersistentVolumeClaimName: "backups"}}
+	expectResult(t, env.Client.Create(ctx(t), bad), "spec.continuous needs an S3 destination")
+	bad.Spec.Template.Destination = s3Dest()
+	bad.Spec.Continuous.SegmentSeconds = 0
+	bad.Spec.Continuous.SegmentMaxMiB = 1000
+	expectResult(t, env.Client.Create(ctx(t), bad), "spec.continuous.segmentMaxMiB")
 }
 
 func TestRestoreValidation(t *testing.T) {
@@ -112,8 +132,19 @@ func TestRestoreValidation(t *testing.T) {
 	}{
 		{"from backup", restore(&stewardv1.RestoreSpec{BackupName: "b1"}), ""},
 		{"from source", restore(&stewardv1.RestoreSpec{Source: src}), ""},
-		{"neither", restore(&stewardv1.RestoreSpec{}), "set exactly one of backupName or source"},
-		{"both", restore(&stewardv1.RestoreSpec{BackupName: "b1", Source: src}), "set exactly one of backupName or source"},
+		{"neither", restore(&stewardv1.RestoreSpec{}), "set exactly one of backupName, source or pointInTime"},
+		{"both", restore(&stewardv1.RestoreSpec{BackupName: "b1", Source: src}), "set exactly one of backupName, source or pointInTime"},
+		{"to a revision", restore(&stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{ScheduleName: "s", Revision: ptr.To[int64](5)}}), ""},
+		{"to a time", restore(&stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{ScheduleName: "s", Time: &metav1.Time{Time: time.Now()}}}), ""},
+		{"a point and a backup", restore(&stewardv1.RestoreSpec{BackupName: "b1", PointInTime: &stewardv1.PointInTimeSpec{ScheduleName: "s", Revision: ptr.To[int64](5)}}),
+			"set exactly one of backupName, source or pointInTime"},
+		{"a point without a target", restore(&stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{ScheduleName: "s"}}), "set exactly one of revision or time"},
+		{"a point with both targets", restore(&stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{ScheduleName: "s",
+			Revision: ptr.To[int64](5), Time: &metav1.Time{Time: time.Now()}}}), "set exactly one of revision or time"},
+		{"a point at revision 0", restore(&stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{ScheduleName: "s", Revision: ptr.To[int64](0)}}),
+			"spec.bootstrap.restore.pointInTime.revision"},
+		{"a point without a schedule", restore(&stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{Revision: ptr.To[int64](5)}}),
+			"spec.bootstrap.restore.pointInTime.scheduleName"},
 		{"source without key", restore(&stewardv1.RestoreSpec{Source: &stewardv1.RestoreSource{BackupStorage: s3Dest()}}), "spec.bootstrap.restore.source.key"},
 		{"source with empty bucket", restore(&stewardv1.RestoreSpec{Source: &stewardv1.RestoreSource{Key: "k",
 			BackupStorage: stewardv1.BackupStorage{S3: &stewardv1.S3Storage{CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "s3"}}}}}),

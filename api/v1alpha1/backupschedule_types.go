@@ -34,6 +34,11 @@ type EtcdBackupScheduleSpec struct {
 	// a backup that fails verification sets BackupReady=False.
 	// +optional
 	Verify bool `json:"verify,omitempty"`
+	// continuous streams every revision between backups into the destination, so a restore can
+	// reach any revision or moment since the oldest kept backup (spec.bootstrap.restore.pointInTime).
+	// It needs an S3 destination: a volume's claim is mounted by one node at a time.
+	// +optional
+	Continuous *ContinuousBackupSpec `json:"continuous,omitempty"`
 }
 
 // BackupRetention keeps the newest successful backups. The newest successful backup is never
@@ -82,6 +87,9 @@ type EtcdBackupScheduleStatus struct {
 	// missed counts runs skipped (previous backup still running, or too late to start).
 	// +optional
 	Missed int64 `json:"missed,omitempty"`
+	// continuous is the continuous backup's state, while spec.continuous is set.
+	// +optional
+	Continuous *ContinuousBackupStatus `json:"continuous,omitempty"`
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -90,6 +98,7 @@ type EtcdBackupScheduleStatus struct {
 
 // EtcdBackupSchedule creates EtcdBackups on a cron schedule and prunes old ones.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.continuous) || has(self.spec.template.destination.s3)",message="spec.continuous needs an S3 destination (spec.template.destination.s3): a volume is mounted by one node at a time"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=etcdbackupschedule,categories=steward
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.template.clusterName`

@@ -19,7 +19,7 @@ type BootstrapSpec struct {
 }
 
 // RestoreSpec names the snapshot a new cluster starts from: an EtcdBackup, or an object directly.
-// +kubebuilder:validation:XValidation:rule="has(self.backupName) != has(self.source)",message="set exactly one of backupName or source"
+// +kubebuilder:validation:XValidation:rule="[has(self.backupName), has(self.source), has(self.pointInTime)].filter(x, x).size() == 1",message="set exactly one of backupName, source or pointInTime"
 type RestoreSpec struct {
 	// backupName is a Succeeded EtcdBackup in the same namespace.
 	// +optional
@@ -29,6 +29,10 @@ type RestoreSpec struct {
 	// volume.
 	// +optional
 	Source *RestoreSource `json:"source,omitempty"`
+	// pointInTime restores the cluster as it was at a revision or a moment, from a schedule's
+	// backups and continuous backup.
+	// +optional
+	PointInTime *PointInTimeSpec `json:"pointInTime,omitempty"`
 	// bumpRevision is added to the snapshot's revision (etcdutl --bump-revision), and every
 	// revision up to the new one is marked compacted, so watchers and Kubernetes clients never see
 	// revisions go backwards: they must re-list.
