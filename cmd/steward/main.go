@@ -1,7 +1,8 @@
 // Command steward is the Steward operator: it runs etcd clusters described by EtcdCluster objects.
 // `steward snapshot save|fetch|verify|delete` is the data path of backups (internal/snapshot/cli),
 // run in backup Jobs and restore init containers; `steward install-self <path>` copies the binary
-// into a volume shared with another image's container; `steward member run-etcd` checks a member's
+// into a volume shared with another image's container; `steward stream` is a schedule's continuous
+// backup (internal/streamer); `steward member run-etcd` checks a member's
 // data directory (its owner, and its storage version against the etcd binary's) in its etcd
 // container and then runs etcd (internal/datacheck).
 package main
@@ -32,6 +33,13 @@ func main() {
 	if len(os.Args) > 2 && os.Args[1] == "member" && os.Args[2] == "run-etcd" {
 		// In the etcd container: check the data directory, then run etcd as its parent.
 		os.Exit(datacheck.Main(os.Args[3:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "stream" {
+		// The continuous backup (a Deployment of a schedule): SIGTERM uploads what it holds.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := cli.Stream(ctx, os.Args[2:], os.Getenv, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	if len(os.Args) > 1 && os.Args[1] == "snapshot" {
 		// SIGTERM (a deleted Job) cancels the upload, which aborts it: no half object remains.

@@ -70,6 +70,7 @@ func (c *saveCmd) run(ctx context.Context, env func(string) string, logf func(st
 type fetchCmd struct {
 	dest                   destination
 	ref                    backupRef
+	pitr                   pointInTime
 	out, skipIfExists      string
 	expectSHA256, maxMinor string
 }
@@ -81,11 +82,19 @@ func (c *fetchCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.skipIfExists, "skip-if-exists", "", "do nothing when this path exists (the member's data directory): a restarted init container does not restore again")
 	fs.StringVar(&c.expectSHA256, "expect-sha256", "", "sha256 (hex) the stored object must have; default: the manifest's")
 	fs.StringVar(&c.maxMinor, "max-minor", "", "refuse snapshots of an etcd minor newer than this (3.6)")
+	c.pitr.bind(fs)
 }
 
 func (c *fetchCmd) run(ctx context.Context, env func(string) string, logf func(string, ...any)) (map[string]any, error) {
 	if c.out == "" {
 		return nil, usageError("--out is required")
+	}
+	if c.pitr.set() {
+		store, err := c.dest.store(env)
+		if err != nil {
+			return nil, err
+		}
+		return c.fetchPointInTime(ctx, store, logf)
 	}
 	key, err := c.ref.resolve()
 	if err != nil {
