@@ -192,3 +192,23 @@ func describe(rs []Range) string {
 	}
 	return "the restorable ranges are " + strings.Join(parts, "; ")
 }
+
+// Unreachable are the segments no restore can use: every revision they hold is at or before the
+// oldest base. Retention deletes them once the base before them is gone; with no base at all,
+// nothing is unreachable (a first base may still be on its way).
+func Unreachable(bases []Base, segs []Segment) []Segment {
+	if len(bases) == 0 {
+		return nil
+	}
+	oldest := bases[0].Revision
+	for _, b := range bases {
+		oldest = min(oldest, b.Revision)
+	}
+	var out []Segment
+	for _, s := range segs {
+		if s.Last <= oldest {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -154,3 +154,36 @@ func TestRefine(t *testing.T) {
 		}
 	}
 }
+
+func TestUnreachable(t *testing.T) {
+	segs := []Segment{seg(50, 90, 0), seg(90, 100, 0), seg(100, 110, 0), seg(110, 120, 0)}
+	keys := func(ss []Segment) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.Key)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := keys(Unreachable([]Base{base("b2", 110, 0), base("b1", 100, 0)}, segs)); got != "50-90 90-100" {
+		t.Errorf("Unreachable = %q, want the segments ending at or before the oldest base (100)", got)
+	}
+	if got := Unreachable(nil, segs); got != nil {
+		t.Errorf("no base: %v, want nothing unreachable", got)
+	}
+	// Every revision a kept base can reach stays: the chain from each base is whole after pruning.
+	bases := []Base{base("b1", 100, 0)}
+	before := Ranges(bases, segs)
+	var kept []Segment
+	gone := map[string]bool{}
+	for _, s := range Unreachable(bases, segs) {
+		gone[s.Key] = true
+	}
+	for _, s := range segs {
+		if !gone[s.Key] {
+			kept = append(kept, s)
+		}
+	}
+	if after := Ranges(bases, kept); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("ranges %v after pruning, %v before", after, before)
+	}
+}

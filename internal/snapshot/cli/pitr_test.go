@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-steward/steward/internal/ports"
 	"github.com/etcd-steward/steward/internal/replay"
 	"github.com/etcd-steward/steward/internal/segment"
+	"github.com/etcd-steward/steward/internal/streamer"
 	"github.com/etcd-steward/steward/internal/snapshot/snaptest"
 )
 
@@ -65,7 +66,7 @@ func TestStreamAndFetchToAPoint(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	last := revs[len(revs)-1]
-	var prog StreamProgress
+	var prog streamer.Report
 	deadline := time.Now().Add(20 * time.Second)
 	for prog.DurableRevision < last && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)

@@ -17,20 +17,6 @@ import (
 	"github.com/etcd-steward/steward/internal/streamer"
 )
 
-// StreamProgress is what `steward stream` serves on /progress: the operator reads it into the
-// schedule's status.continuous (the streamer has no Kubernetes credentials).
-type StreamProgress struct {
-	DurableRevision int64        `json:"durableRevision"`
-	DurableTime     time.Time    `json:"durableTime"`
-	HeadRevision    int64        `json:"headRevision"`
-	Segments        int          `json:"segments"`
-	Restorable      []pitr.Range `json:"restorable"`
-	// Hole names revisions the watch lost (compacted away) until a newer base closes it.
-	Hole string `json:"hole,omitempty"`
-	// Waiting says why nothing streams (no base snapshot yet, a hole to close).
-	Waiting string `json:"waiting,omitempty"`
-}
-
 // StreamPort is where `steward stream` serves /progress.
 const StreamPort = 8080
 
@@ -72,7 +58,7 @@ func Stream(ctx context.Context, args []string, env func(string) string, stderr 
 	defer func() { _ = cli.Close() }()
 
 	var mu sync.Mutex
-	var prog StreamProgress
+	var prog streamer.Report
 	srv := &http.Server{Addr: *listen, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		b, _ := json.Marshal(prog)
@@ -100,6 +86,14 @@ func Stream(ctx context.Context, args []string, env func(string) string, stderr 
 		mu.Lock()
 		prog.Restorable, listed = pitr.Ranges(bases, segs), time.Now()
 		mu.Unlock()
+		// Retention: segments before the oldest kept base serve no restore any more.
+		for _, sg := range pitr.Unreachable(bases, segs) {
+			if err := store.Delete(ctx, sg.Key); err != nil {
+				logf("deleting %s: %v", store.Location(sg.Key), err)
+				return
+			}
+			logf("deleted %s: it ends before the oldest base", store.Location(sg.Key))
+		}
 	}
 	cfg := streamer.Config{Client: cli, Store: store, Prefix: *prefix, Interval: *interval, MaxBytes: *maxMiB << 20, Logf: logf,
 		Progress: func(p streamer.Progress) {
@@ -124,7 +118,10 @@ func Stream(ctx context.Context, args []string, env func(string) string, stderr 
 		mu.Lock()
 		switch {
 		case errors.As(err, &hole):
-			prog.Hole, prog.Waiting = err.Error(), "waiting for a base snapshot newer than the compaction"
+			if prog.Hole != err.Error() {
+				prog.Hole, prog.HoleAt = err.Error(), time.Now()
+			}
+			prog.Waiting = "waiting for a base snapshot newer than the compaction"
 		case errors.Is(err, streamer.ErrNoBase):
 			prog.Waiting = err.Error()
 		default:
