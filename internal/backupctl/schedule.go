@@ -28,6 +28,10 @@ type ScheduleReconciler struct {
 	Client   client.Client
 	Recorder recorder.EventRecorder
 	Clock    func() time.Time
+	// Image returns the Steward image the streamer runs (spec.continuous).
+	Image func(ctx context.Context) (string, error)
+	// Progress reads a streamer's report (HTTPProgress when nil).
+	Progress ReadProgress
 }
 
 func (r *ScheduleReconciler) now() time.Time {
@@ -88,6 +92,22 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.Template.ClusterName}, &ec); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
+	wantBase, err := r.reconcileStream(ctx, &s, &ec, backups)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if wantBase && active == "" {
+		// The streamer lost revisions: a new base now closes the hole (the next slot could be hours away).
+		name := backupplan.BackupName(s.Name, now)
+		if err := r.create(ctx, &s, name); err != nil {
+			return ctrl.Result{}, err
+		}
+		active = name
+		if r.Recorder != nil {
+			r.Recorder.Eventf(&s, nil, corev1.EventTypeWarning, "ContinuousBackupHole", "ContinuousBackupHole", "%s; took backup %s as a new base",
+				s.Status.Continuous.Hole, name)
+		}
+	}
 	r.summarize(&s, &ec, backups, active, d)
 	if err := r.Client.Status().Patch(ctx, &s, client.MergeFrom(base)); err != nil {
 		return ctrl.Result{}, err
@@ -95,6 +115,9 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	after := d.RequeueAfter
 	if after <= 0 || after > time.Minute {
 		after = time.Minute
+	}
+	if s.Spec.Continuous != nil && after > streamEvery {
+		after = streamEvery
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

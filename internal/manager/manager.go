@@ -122,7 +122,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := br.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackup controller: %w", err)
 	}
-	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("steward")}
+	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("steward"), Image: image.get}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackupSchedule controller: %w", err)
 	}
