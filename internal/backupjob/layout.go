@@ -37,6 +37,12 @@ func Dir(storage stewardv1.BackupStorage, namespace, cluster, backup string) str
 	return prefix + path.Join(namespace, cluster, backup)
 }
 
+// ClusterKey is the directory of a cluster's backups and continuous-backup segments:
+// <prefix><namespace>/<cluster>, what `steward stream --prefix` and `fetch --pitr-prefix` take.
+func ClusterKey(storage stewardv1.BackupStorage, namespace, cluster string) string {
+	return path.Dir(Dir(storage, namespace, cluster, "x"))
+}
+
 // SnapshotKey is the snapshot object's key (or path inside the volume).
 func SnapshotKey(storage stewardv1.BackupStorage, namespace, cluster, backup string, c stewardv1.BackupCompression) string {
 	if c == stewardv1.CompressionNone {

@@ -42,7 +42,7 @@ func StreamName(schedule string) string { return schedule + "-stream" }
 // one writer keeps the segments simple to follow). It has no Kubernetes credentials: the operator
 // reads its /progress.
 func StreamDeployment(s Stream) *appsv1.Deployment {
-	args := []string{"stream", "--endpoint=" + s.Endpoint, "--prefix=" + s.Namespace + "/" + s.Cluster,
+	args := []string{"stream", "--endpoint=" + s.Endpoint, "--prefix=" + ClusterKey(s.Storage, s.Namespace, s.Cluster),
 		"--segment-interval=" + strconv.Itoa(int(s.SegmentSeconds)) + "s", "--segment-max-mib=" + strconv.Itoa(int(s.SegmentMaxMiB)),
 		fmt.Sprintf("--listen=:%d", StreamPort)}
 	args = append(args, storageArgs(s.Storage)...)
