@@ -9,8 +9,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -71,7 +71,7 @@ func (r *ScheduleReconciler) reconcileStream(ctx context.Context, s *stewardv1.E
 		return false, fmt.Errorf("no Steward image for the streamer: %w", err)
 	}
 	st := backupjob.Stream{Schedule: s.Name, Namespace: s.Namespace, Cluster: ec.Name, Image: image, Storage: s.Spec.Template.Destination,
-		Endpoint: fmt.Sprintf("%s://%s.%s.svc:%d", resources.Scheme(ec), resources.ClientServiceName(ec.Name), ec.Namespace, resources.ClientPort),
+		Endpoint:       fmt.Sprintf("%s://%s.%s.svc:%d", resources.Scheme(ec), resources.ClientServiceName(ec.Name), ec.Namespace, resources.ClientPort),
 		SegmentSeconds: s.Spec.Continuous.SegmentSeconds, SegmentMaxMiB: s.Spec.Continuous.SegmentMaxMiB}
 	if ec.TLSEnabled() {
 		st.TLS = &backupjob.EtcdTLS{SecretName: ClientSecretName(ec)}

@@ -19,8 +19,8 @@ import (
 	"github.com/etcd-steward/steward/internal/ports"
 	"github.com/etcd-steward/steward/internal/replay"
 	"github.com/etcd-steward/steward/internal/segment"
-	"github.com/etcd-steward/steward/internal/streamer"
 	"github.com/etcd-steward/steward/internal/snapshot/snaptest"
+	"github.com/etcd-steward/steward/internal/streamer"
 )
 
 // `steward stream` and `steward snapshot fetch --pitr-prefix` end to end in process: a base saved by
