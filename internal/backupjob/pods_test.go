@@ -149,6 +149,26 @@ func TestRestoreInitContainers(t *testing.T) {
 	}
 }
 
+func TestRestoreInitContainersToAPoint(t *testing.T) {
+	r := Restore{Image: "steward:dev", EtcdImage: "etcd:v3.6.16", Storage: s3Storage(), MaxMinor: "3.6",
+		PointInTime: &PointInTime{Prefix: "prod/ns/demo", ToRevision: 4242}, MountPath: "/var/lib/etcd", DataDir: "/var/lib/etcd/data", VolumeName: "data"}
+	inits, _ := RestoreInitContainers(r)
+	fetch := args(inits[1])
+	for _, want := range []string{"snapshot fetch", "--pitr-prefix=prod/ns/demo", "--to-revision=4242", "--max-minor=3.6", "--skip-if-exists="} {
+		if !strings.Contains(fetch, want) {
+			t.Errorf("fetch args %q lack %q", fetch, want)
+		}
+	}
+	if strings.Contains(fetch, "--backup-key") || strings.Contains(fetch, "--to-time") {
+		t.Errorf("fetch args %q: a point-in-time restore names no backup and one target", fetch)
+	}
+	r.PointInTime = &PointInTime{Prefix: "prod/ns/demo", ToTime: "2026-12-04T14:02:10Z"}
+	inits, _ = RestoreInitContainers(r)
+	if fetch := args(inits[1]); !strings.Contains(fetch, "--to-time=2026-12-04T14:02:10Z") || strings.Contains(fetch, "--to-revision") {
+		t.Errorf("fetch args %q", fetch)
+	}
+}
+
 func TestJobNameFitsALabel(t *testing.T) {
 	long := strings.Repeat("x", 70)
 	if n := JobName(long, TaskVerify); len(n) > 63 || !strings.HasSuffix(n, "-verify") {

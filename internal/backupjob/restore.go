@@ -18,6 +18,8 @@ type Restore struct {
 	Key              string
 	// SHA256 is the expected hash of the stored object ("" trusts the manifest next to it).
 	SHA256 string
+	// PointInTime, when set, restores a cluster's chain to a point instead of the snapshot at Key.
+	PointInTime *PointInTime
 	// MaxMinor refuses snapshots taken by a newer etcd minor ("3.6").
 	MaxMinor string
 	// Member, PeerURL, InitialCluster and Token are the seed's identity, as etcd's flags give it.
@@ -28,12 +30,28 @@ type Restore struct {
 	VolumeName         string
 }
 
+// PointInTime is a point-in-time restore's target: the chain under Prefix (ClusterKey), replayed
+// to ToRevision or to the last revision stamped at or before ToTime (RFC 3339).
+type PointInTime struct {
+	Prefix     string
+	ToRevision int64
+	ToTime     string
+}
+
 // RestoreInitContainers fetch and check the snapshot (Steward image), then restore it with the
 // target version's etcdutl (etcd image). Both skip when the data directory already holds a member.
 func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 	stage := r.MountPath + "/restore"
-	args := []string{"snapshot", "fetch", "--backup-key=" + BackupKey(r.Key), "--out=" + stage + "/snapshot.db",
+	args := []string{"snapshot", "fetch", "--out=" + stage + "/snapshot.db",
 		"--skip-if-exists=" + r.DataDir + "/member", "--result-file=" + resultFile}
+	switch p := r.PointInTime; {
+	case p == nil:
+		args = append(args, "--backup-key="+BackupKey(r.Key))
+	case p.ToTime != "":
+		args = append(args, "--pitr-prefix="+p.Prefix, "--to-time="+p.ToTime)
+	default:
+		args = append(args, "--pitr-prefix="+p.Prefix, "--to-revision="+strconv.FormatInt(p.ToRevision, 10))
+	}
 	if r.SHA256 != "" {
 		args = append(args, "--expect-sha256="+r.SHA256)
 	}

@@ -28,6 +28,8 @@ type restoreSource struct {
 	key      string
 	sha256   string
 	revision int64
+	// pitr is set for a point-in-time restore: the seed replays the chain itself.
+	pitr *backupjob.PointInTime
 	// hold says why the restore cannot go ahead; nothing is created while it is set.
 	hold string
 }
@@ -42,6 +44,9 @@ func (r *EtcdClusterReconciler) resolveRestore(ctx context.Context, ec *stewardv
 	if rs.Source != nil {
 		return &restoreSource{name: backupjob.Location(rs.Source.BackupStorage, rs.Source.Key),
 			storage: rs.Source.BackupStorage, key: rs.Source.Key, sha256: rs.Source.SHA256}, nil
+	}
+	if rs.PointInTime != nil {
+		return r.resolvePointInTime(ctx, ec, rs.PointInTime)
 	}
 	var b stewardv1.EtcdBackup
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: rs.BackupName}, &b)
@@ -119,7 +124,7 @@ func (r *EtcdClusterReconciler) withRestore(ctx context.Context, ec *stewardv1.E
 		bump = *rs.BumpRevision
 	}
 	inits, vols := backupjob.RestoreInitContainers(backupjob.Restore{
-		Image: image, EtcdImage: pod.Spec.Containers[0].Image, Storage: src.storage, Key: src.key, SHA256: src.sha256,
+		Image: image, EtcdImage: pod.Spec.Containers[0].Image, Storage: src.storage, Key: src.key, SHA256: src.sha256, PointInTime: src.pitr,
 		MaxMinor: minorOf(ec.Spec.Version), Member: pod.Name, PeerURL: resources.PeerURL(ec, pod.Name),
 		InitialCluster: initialCluster, Token: resources.ClusterToken(ec), Bump: bump,
 		MountPath: resources.DataMountPath, DataDir: resources.DataMountPath + "/data", VolumeName: "data",
@@ -145,6 +150,9 @@ func (r *EtcdClusterReconciler) setRestoreStatus(ec *stewardv1.EtcdCluster, o *o
 		var rev int64
 		if o.restore != nil {
 			src, rev = o.restore.name, o.restore.revision
+		}
+		if fetched := restoredRevision(o); fetched > 0 {
+			rev = fetched // a time target: the revision the seed's fetch chose
 		}
 		ec.Status.Restore = &stewardv1.RestoreStatus{Source: src, Revision: rev, RestoredAt: &now}
 		cond.Status, cond.Reason = metav1.ConditionTrue, "Restored"

@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupjob"
+)
+
+// resolvePointInTime finds where a point-in-time restore's chain lives (the schedule's destination,
+// under its cluster's key) and holds, with the ranges there are, a target the schedule's last
+// report says no restore reaches: nothing is created for a revision in a hole or a time before the
+// first base. A target past the durable end is held too, until the streamer gets there.
+func (r *EtcdClusterReconciler) resolvePointInTime(ctx context.Context, ec *stewardv1.EtcdCluster, p *stewardv1.PointInTimeSpec) (*restoreSource, error) {
+	src := &restoreSource{name: fmt.Sprintf("schedule %s", p.ScheduleName)}
+	var s stewardv1.EtcdBackupSchedule
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: p.ScheduleName}, &s)
+	if apierrors.IsNotFound(err) {
+		src.hold = fmt.Sprintf("EtcdBackupSchedule %q does not exist in namespace %q", p.ScheduleName, ec.Namespace)
+		return src, nil
+	} else if err != nil {
+		return nil, err
+	}
+	src.storage = s.Spec.Template.Destination
+	src.pitr = &backupjob.PointInTime{Prefix: backupjob.ClusterKey(s.Spec.Template.Destination, s.Namespace, s.Spec.Template.ClusterName)}
+	if p.Revision != nil {
+		src.pitr.ToRevision, src.revision = *p.Revision, *p.Revision
+		src.name += fmt.Sprintf(" at revision %d", *p.Revision)
+	} else if p.Time != nil {
+		src.pitr.ToTime = p.Time.UTC().Format(time.RFC3339Nano)
+		src.name += " at " + src.pitr.ToTime
+	}
+	src.hold = pointInTimeHold(s.Status.Continuous, p)
+	return src, nil
+}
+
+// pointInTimeHold says why the schedule's restorable ranges cannot reach the target ("" when they
+// can, or when the schedule has not reported: the seed's fetch then decides, and refuses clearly).
+func pointInTimeHold(c *stewardv1.ContinuousBackupStatus, p *stewardv1.PointInTimeSpec) string {
+	if c == nil || len(c.Restorable) == 0 {
+		return ""
+	}
+	var ranges []string
+	for _, rg := range c.Restorable {
+		switch {
+		case p.Revision != nil && *p.Revision >= rg.FromRevision && *p.Revision <= rg.ToRevision:
+			return ""
+		case p.Time != nil && rg.FromTime != nil && rg.ToTime != nil && !p.Time.Before(rg.FromTime) && !rg.ToTime.Before(p.Time):
+			return ""
+		}
+		ranges = append(ranges, rangeText(rg))
+	}
+	last := c.Restorable[len(c.Restorable)-1]
+	target := ""
+	switch {
+	case p.Revision != nil:
+		target = fmt.Sprintf("revision %d", *p.Revision)
+		if *p.Revision > last.ToRevision {
+			return target + " is not durable yet (the continuous backup has reached " + rangeText(last) + "); waiting"
+		}
+	case p.Time != nil:
+		target = p.Time.UTC().Format(time.RFC3339Nano)
+		if last.ToTime != nil && p.Time.After(last.ToTime.Time) {
+			return target + " is not durable yet (the continuous backup has reached " + rangeText(last) + "); waiting"
+		}
+	}
+	return target + " is not restorable: the restorable ranges are " + strings.Join(ranges, "; ")
+}
+
+func rangeText(rg stewardv1.RestorableRange) string {
+	from, to := "", ""
+	if rg.FromTime != nil {
+		from = rg.FromTime.UTC().Format(time.RFC3339)
+	}
+	if rg.ToTime != nil {
+		to = rg.ToTime.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("revisions %d-%d (%s to %s, base %s)", rg.FromRevision, rg.ToRevision, from, to, rg.Base)
+}
+
+// restoredRevision is the revision the seed's restore-fetch reported restoring (its result line),
+// 0 when it did not finish or reported none.
+func restoredRevision(o *observed) int64 {
+	for _, p := range o.pods {
+		for _, s := range p.Status.InitContainerStatuses {
+			if s.Name != "restore-fetch" || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+				continue
+			}
+			var res struct {
+				Revision int64 `json:"revision"`
+				Skipped  bool  `json:"skipped"`
+			}
+			msg := strings.TrimSpace(s.State.Terminated.Message)
+			if i := strings.LastIndex(msg, "\n"); i >= 0 {
+				msg = msg[i+1:]
+			}
+			if json.Unmarshal([]byte(msg), &res) == nil && !res.Skipped {
+				return res.Revision
+			}
+		}
+	}
+	return 0
+}
