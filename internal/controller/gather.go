@@ -115,6 +115,9 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	// grants no list or watch of PVs, so a cached read would wait for a cache that never syncs).
 	r.nodeFacts(ctx, r.reader(), f.Members, o.pods, o.pvcs)
 	r.peerViews(ctx, o, &f)
+	if f.ContinuousDurable, err = r.continuousDurable(ctx, ec); err != nil {
+		return nil, err
+	}
 	o.facts = f
 	return o, nil
 }

@@ -108,3 +108,32 @@ func restoredRevision(o *observed) int64 {
 	}
 	return 0
 }
+
+// streamerFresh is how recent a streamer's report must be for it to count as running: a streamer
+// not heard from in that long no longer holds Steward's compactions back.
+const streamerFresh = 2 * time.Minute
+
+// continuousDurable is the lowest durable revision of this cluster's running continuous backups
+// (0 when none runs).
+func (r *EtcdClusterReconciler) continuousDurable(ctx context.Context, ec *stewardv1.EtcdCluster) (int64, error) {
+	var list stewardv1.EtcdBackupScheduleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ec.Namespace)); err != nil {
+		return 0, err
+	}
+	return lowestDurable(list.Items, ec.Name, r.now()), nil
+}
+
+func lowestDurable(schedules []stewardv1.EtcdBackupSchedule, cluster string, now time.Time) int64 {
+	var low int64
+	for _, s := range schedules {
+		c := s.Status.Continuous
+		if s.Spec.Template.ClusterName != cluster || s.Spec.Continuous == nil || c == nil || c.DurableRevision <= 0 ||
+			c.ReportedAt == nil || now.Sub(c.ReportedAt.Time) > streamerFresh {
+			continue
+		}
+		if low == 0 || c.DurableRevision < low {
+			low = c.DurableRevision
+		}
+	}
+	return low
+}

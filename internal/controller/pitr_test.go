@@ -66,3 +66,32 @@ func TestRestoredRevision(t *testing.T) {
 		}
 	}
 }
+
+func TestLowestDurable(t *testing.T) {
+	now := time.Now()
+	sched := func(cluster string, continuous bool, durable int64, ago time.Duration) stewardv1.EtcdBackupSchedule {
+		s := stewardv1.EtcdBackupSchedule{Spec: stewardv1.EtcdBackupScheduleSpec{Template: stewardv1.EtcdBackupSpec{ClusterName: cluster}}}
+		if continuous {
+			s.Spec.Continuous = &stewardv1.ContinuousBackupSpec{}
+		}
+		s.Status.Continuous = &stewardv1.ContinuousBackupStatus{DurableRevision: durable, ReportedAt: &metav1.Time{Time: now.Add(-ago)}}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		s    []stewardv1.EtcdBackupSchedule
+		want int64
+	}{
+		{"none", nil, 0},
+		{"one running", []stewardv1.EtcdBackupSchedule{sched("db", true, 500, time.Second)}, 500},
+		{"the lowest of two", []stewardv1.EtcdBackupSchedule{sched("db", true, 500, time.Second), sched("db", true, 300, time.Second)}, 300},
+		{"another cluster's", []stewardv1.EtcdBackupSchedule{sched("other", true, 100, time.Second)}, 0},
+		{"continuous turned off", []stewardv1.EtcdBackupSchedule{sched("db", false, 100, time.Second)}, 0},
+		{"not heard from in 3 minutes: not running", []stewardv1.EtcdBackupSchedule{sched("db", true, 100, 3 * time.Minute)}, 0},
+		{"nothing durable yet", []stewardv1.EtcdBackupSchedule{sched("db", true, 0, time.Second)}, 0},
+	} {
+		if got := lowestDurable(tc.s, "db", now); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -61,6 +61,10 @@ type Facts struct {
 	// (spec.bootstrap.join); nil for other clusters. The source's members themselves are in Etcd:
 	// the live members no EtcdMember claims, each endpoint named SourceName.
 	Adoption *Adoption
+	// ContinuousDurable is the lowest revision a running continuous backup of this cluster has
+	// stored (0: none runs). Steward's own compactions never pass it: the revisions after it exist
+	// only in etcd until the streamer stores them.
+	ContinuousDurable int64
 }
 
 // Adoption is what the plan needs beyond etcd's own reads to hand a source over.

@@ -126,8 +126,18 @@ func (v *view) noSpaceCompact(voters []*memberView) Action {
 	if target <= 1 || (last != nil && last.Revision >= target) {
 		target = head
 	}
+	kept := keptText(head - target)
+	if d := v.f.ContinuousDurable; d > 0 && target > d {
+		// The continuous backup has not stored the revisions after d: compacting them away would
+		// put a hole in every restore. NOSPACE refuses writes, so the streamer catches up soon.
+		if last != nil && last.Revision >= d {
+			return wait(ReasonRecoveringFromNoSpace, "NOSPACE: compaction waits for the continuous backup, which has stored revisions up to %d of %d "+
+				"(history is compacted to %d already: %s)", d, head, last.Revision, sizesText(voters))
+		}
+		target, kept = d, "held at the continuous backup's durable revision"
+	}
 	a := act(Compact, "", ReasonRecoveringFromNoSpace, "compacting history up to revision %d of %d to recover from NOSPACE (%s; %s)",
-		target, head, keptText(head-target), sizesText(voters))
+		target, head, kept, sizesText(voters))
 	a.Revision, a.HeadRevision = target, head
 	return a
 }

@@ -42,6 +42,11 @@ func compactedTo(rev int64) func(f *Facts) {
 	}
 }
 
+// streamed says a running continuous backup has stored every revision up to rev.
+func streamed(rev int64) func(f *Facts) {
+	return func(f *Facts) { f.ContinuousDurable = rev }
+}
+
 func TestPlanNoSpace(t *testing.T) {
 	// Quota 100 MiB, every file full; c-0 leads.
 	full := all(nospace("c-0"), quotaMiB(100), head(50_000), sizes("c-0", 100, 99), sizes("c-1", 100, 99), sizes("c-2", 100, 99))
@@ -79,6 +84,14 @@ func TestPlanNoSpace(t *testing.T) {
 			want: want{kind: Compact, message: "up to revision 600 of 600"}},
 		{name: "an old compaction from an earlier episode does not count", mutate: all(full, compactedTo(10_000)),
 			want: want{kind: Compact, message: "up to revision 49000"}},
+		// The continuous backup's streamer has made revisions durable to 30000: compacting past it would
+		// take revisions it has not stored yet out of every restore.
+		{name: "a running continuous backup holds compaction at its durable revision", mutate: all(full, streamed(30_000)),
+			want: want{kind: Compact, message: "up to revision 30000 of 50000"}},
+		{name: "a continuous backup ahead of the compaction target does not change it", mutate: all(full, streamed(49_500)),
+			want: want{kind: Compact, message: "up to revision 49000 of 50000"}},
+		{name: "compacted to the durable revision and still full: wait for the streamer", mutate: all(full, compactedTo(30_000), streamed(30_000)),
+			want: want{kind: Wait, reason: ReasonRecoveringFromNoSpace, message: "continuous backup"}},
 		{name: "Report only says so", mutate: all(full, func(f *Facts) {
 			f.Cluster.Spec.Maintenance = &stewardv1.MaintenanceSpec{NoSpace: stewardv1.NoSpaceReport}
 		}), want: want{kind: Wait, reason: ReasonWaitingForHealth, message: "NOSPACE alarm raised"}},
