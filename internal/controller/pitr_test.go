@@ -19,8 +19,12 @@ func TestPointInTimeHold(t *testing.T) {
 		{FromRevision: 100, ToRevision: 200, FromTime: mt(0), ToTime: mt(100), Base: "b1"},
 		{FromRevision: 300, ToRevision: 400, FromTime: mt(200), ToTime: mt(300), Base: "b2"},
 	}}
-	rev := func(r int64) *stewardv1.PointInTimeSpec { return &stewardv1.PointInTimeSpec{ScheduleName: "s", Revision: ptr.To(r)} }
-	at := func(s int) *stewardv1.PointInTimeSpec { return &stewardv1.PointInTimeSpec{ScheduleName: "s", Time: mt(s)} }
+	rev := func(r int64) *stewardv1.PointInTimeSpec {
+		return &stewardv1.PointInTimeSpec{ScheduleName: "s", Revision: ptr.To(r)}
+	}
+	at := func(s int) *stewardv1.PointInTimeSpec {
+		return &stewardv1.PointInTimeSpec{ScheduleName: "s", Time: mt(s)}
+	}
 	for _, tc := range []struct {
 		name string
 		c    *stewardv1.ContinuousBackupStatus
@@ -87,7 +91,7 @@ func TestLowestDurable(t *testing.T) {
 		{"the lowest of two", []stewardv1.EtcdBackupSchedule{sched("db", true, 500, time.Second), sched("db", true, 300, time.Second)}, 300},
 		{"another cluster's", []stewardv1.EtcdBackupSchedule{sched("other", true, 100, time.Second)}, 0},
 		{"continuous turned off", []stewardv1.EtcdBackupSchedule{sched("db", false, 100, time.Second)}, 0},
-		{"not heard from in 3 minutes: not running", []stewardv1.EtcdBackupSchedule{sched("db", true, 100, 3 * time.Minute)}, 0},
+		{"not heard from in 3 minutes: not running", []stewardv1.EtcdBackupSchedule{sched("db", true, 100, 3*time.Minute)}, 0},
 		{"nothing durable yet", []stewardv1.EtcdBackupSchedule{sched("db", true, 0, time.Second)}, 0},
 	} {
 		if got := lowestDurable(tc.s, "db", now); got != tc.want {
