@@ -12,6 +12,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/backupplan"
 )
 
 // resolvePointInTime finds where a point-in-time restore's chain lives (the schedule's destination,
@@ -37,52 +38,8 @@ func (r *EtcdClusterReconciler) resolvePointInTime(ctx context.Context, ec *stew
 		src.pitr.ToTime = p.Time.UTC().Format(time.RFC3339Nano)
 		src.name += " at " + src.pitr.ToTime
 	}
-	src.hold = pointInTimeHold(s.Status.Continuous, p)
+	src.hold = backupplan.PointInTimeHold(s.Status.Continuous, p)
 	return src, nil
-}
-
-// pointInTimeHold says why the schedule's restorable ranges cannot reach the target ("" when they
-// can, or when the schedule has not reported: the seed's fetch then decides, and refuses clearly).
-func pointInTimeHold(c *stewardv1.ContinuousBackupStatus, p *stewardv1.PointInTimeSpec) string {
-	if c == nil || len(c.Restorable) == 0 {
-		return ""
-	}
-	var ranges []string
-	for _, rg := range c.Restorable {
-		switch {
-		case p.Revision != nil && *p.Revision >= rg.FromRevision && *p.Revision <= rg.ToRevision:
-			return ""
-		case p.Time != nil && rg.FromTime != nil && rg.ToTime != nil && !p.Time.Before(rg.FromTime) && !rg.ToTime.Before(p.Time):
-			return ""
-		}
-		ranges = append(ranges, rangeText(rg))
-	}
-	last := c.Restorable[len(c.Restorable)-1]
-	target := ""
-	switch {
-	case p.Revision != nil:
-		target = fmt.Sprintf("revision %d", *p.Revision)
-		if *p.Revision > last.ToRevision {
-			return target + " is not durable yet (the continuous backup has reached " + rangeText(last) + "); waiting"
-		}
-	case p.Time != nil:
-		target = p.Time.UTC().Format(time.RFC3339Nano)
-		if last.ToTime != nil && p.Time.After(last.ToTime.Time) {
-			return target + " is not durable yet (the continuous backup has reached " + rangeText(last) + "); waiting"
-		}
-	}
-	return target + " is not restorable: the restorable ranges are " + strings.Join(ranges, "; ")
-}
-
-func rangeText(rg stewardv1.RestorableRange) string {
-	from, to := "", ""
-	if rg.FromTime != nil {
-		from = rg.FromTime.UTC().Format(time.RFC3339)
-	}
-	if rg.ToTime != nil {
-		to = rg.ToTime.UTC().Format(time.RFC3339)
-	}
-	return fmt.Sprintf("revisions %d-%d (%s to %s, base %s)", rg.FromRevision, rg.ToRevision, from, to, rg.Base)
 }
 
 // restoredRevision is the revision the seed's restore-fetch reported restoring (its result line),

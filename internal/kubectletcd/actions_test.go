@@ -328,3 +328,48 @@ func TestRequestTimeAfterTheLastDefragmentation(t *testing.T) {
 		t.Errorf("an older record: asked %s after sleeping %s, want now's second at once", got, slept)
 	}
 }
+
+func TestRestoreToAPoint(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 14, 0, 0, 0, time.UTC)
+	sched := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "demo-pitr", Namespace: "db"},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "@hourly", Continuous: &stewardv1.ContinuousBackupSpec{SegmentSeconds: 5},
+			Template: stewardv1.EtcdBackupSpec{ClusterName: "demo", Destination: stewardv1.BackupStorage{
+				S3: &stewardv1.S3Storage{Bucket: "backups", CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "s3"}}}}},
+		Status: stewardv1.EtcdBackupScheduleStatus{Continuous: &stewardv1.ContinuousBackupStatus{Restorable: []stewardv1.RestorableRange{
+			{FromRevision: 100, ToRevision: 5000, FromTime: &metav1.Time{Time: t0}, ToTime: &metav1.Time{Time: t0.Add(time.Hour)}, Base: "demo-pitr-1"}}}}}
+	h := newHarness(t, nil, append(allFixtures(), sched)...)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--schedule", "demo-pitr", "--to-revision", "6000"}, "revision 6000 is not durable yet"},
+		{[]string{"--schedule", "demo-pitr", "--to-revision", "50"}, "revision 50 is not restorable: the restorable ranges are revisions 100-5000"},
+		{[]string{"--schedule", "demo-pitr", "--to-time", "yesterday"}, "want RFC 3339"},
+		{[]string{"--schedule", "demo-pitr"}, "exactly one of --to-revision and --to-time"},
+		{[]string{"--to-revision", "5"}, "need --schedule"},
+		{[]string{"demo-hourly-29412360", "--schedule", "demo-pitr", "--to-revision", "200"}, "not both"},
+		{[]string{"--schedule", "nope", "--to-revision", "200"}, "nope"},
+	} {
+		if err := h.run(t, append([]string{"restore", "--into", "x"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("restore %v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	h.out.Reset()
+	if err := h.run(t, "restore", "--schedule", "demo-pitr", "--to-time", "2026-12-04T14:30:00Z", "--into", "demo-1430"); err != nil {
+		t.Fatal(err)
+	}
+	out := h.out.String()
+	for _, want := range []string{"revisions 100-5000 (2026-12-04T14:00:00Z to 2026-12-04T15:00:00Z, base demo-pitr-1)", "Will restore 2026-12-04T14:30:00Z", `"demo-1430" created`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	ec, err := getCluster(context.Background(), h.env, "demo-1430")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ec.Spec.Bootstrap.Restore.PointInTime
+	if p == nil || p.ScheduleName != "demo-pitr" || p.Time == nil || !p.Time.Equal(&metav1.Time{Time: t0.Add(30 * time.Minute)}) || ec.Spec.Version != "3.6.16" {
+		t.Fatalf("restored spec %+v", ec.Spec.Bootstrap.Restore)
+	}
+}

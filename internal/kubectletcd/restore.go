@@ -17,14 +17,19 @@ import (
 func newRestoreCommand(get envFunc) *cobra.Command {
 	var into string
 	var dryRun bool
+	var pit pointInTimeFlags
 	cmd := &cobra.Command{
-		Use:   "restore BACKUP --into NEW",
-		Short: "Create a new EtcdCluster bootstrapped from a Succeeded EtcdBackup (spec.bootstrap.restore)",
+		Use:   "restore (BACKUP | --schedule S --to-revision R | --schedule S --to-time T) --into NEW",
+		Short: "Create a new EtcdCluster bootstrapped from a Succeeded EtcdBackup, or from a point in time (spec.bootstrap.restore)",
 		Long: `restore creates EtcdCluster NEW with spec.bootstrap.restore.backupName set to BACKUP. Its spec is
 copied from the cluster the backup was taken of when it still exists (without paused, rotateCA and
 approveDropOldCA), else replicas 3 and the backup's etcd version. The existing cluster is not
-touched; the new one gets a new cluster ID and revisions bumped past the backup's (docs/backup.md).`,
-		Args: cobra.ExactArgs(1),
+touched; the new one gets a new cluster ID and revisions bumped past the backup's (docs/backup.md).
+
+With --schedule and --to-revision or --to-time it restores the cluster as it was at that revision or
+moment from the schedule's backups and continuous backup (spec.bootstrap.restore.pointInTime). It
+first prints the restorable ranges and the one the target falls in, and refuses a target outside them.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if into == "" {
 				return fmt.Errorf("--into NEW is required: restore always creates a new cluster")
@@ -34,6 +39,15 @@ touched; the new one gets a new cluster ID and revisions bumped past the backup'
 				return err
 			}
 			ctx := cmd.Context()
+			if pit.set() {
+				if len(args) > 0 {
+					return fmt.Errorf("give a BACKUP or --schedule with a target, not both")
+				}
+				return restoreToPoint(cmd, env, pit, into, dryRun)
+			}
+			if len(args) == 0 {
+				return fmt.Errorf("give a BACKUP, or --schedule with --to-revision or --to-time")
+			}
 			var b stewardv1.EtcdBackup
 			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: args[0]}, &b); err != nil {
 				return apiError(err, "get", "etcdbackups", env.Namespace, args[0])
@@ -64,6 +78,7 @@ touched; the new one gets a new cluster ID and revisions bumped past the backup'
 	}
 	cmd.Flags().StringVar(&into, "into", "", "name of the new EtcdCluster")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the EtcdCluster instead of creating it")
+	pit.bind(cmd)
 	return cmd
 }
 
