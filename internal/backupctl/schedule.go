@@ -25,9 +25,11 @@ import (
 // ScheduleReconciler runs EtcdBackupSchedules: it creates one EtcdBackup per due slot and prunes
 // old ones; the backups run on their own.
 type ScheduleReconciler struct {
-	Client   client.Client
-	Recorder recorder.EventRecorder
-	Clock    func() time.Time
+	Client client.Client
+	// APIReader reads the streamer's Pods live: the cache holds only members' Pods.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     func() time.Time
 	// Image returns the Steward image the streamer runs (spec.continuous).
 	Image func(ctx context.Context) (string, error)
 	// Progress reads a streamer's report (HTTPProgress when nil).

@@ -101,7 +101,11 @@ func (r *ScheduleReconciler) reconcileStream(ctx context.Context, s *stewardv1.E
 // readStream copies the running streamer's report into status.continuous.
 func (r *ScheduleReconciler) readStream(ctx context.Context, s *stewardv1.EtcdBackupSchedule, backups []stewardv1.EtcdBackup) (bool, error) {
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{backupjob.LabelStream: s.Name}); err != nil {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if err := reader.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{backupjob.LabelStream: s.Name}); err != nil {
 		return false, err
 	}
 	if s.Status.Continuous == nil {

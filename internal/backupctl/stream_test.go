@@ -45,7 +45,7 @@ func (p *fakeProgress) read(_ context.Context, _ *corev1.Pod) (streamer.Report, 
 func TestScheduleRunsItsStreamer(t *testing.T) {
 	f := setup(t)
 	prog := &fakeProgress{}
-	sr := &backupctl.ScheduleReconciler{Client: env.Client, Recorder: f.events, Progress: prog.read,
+	sr := &backupctl.ScheduleReconciler{Client: env.Client, APIReader: env.Client, Recorder: f.events, Progress: prog.read,
 		Image: func(context.Context) (string, error) { return "steward:test", nil }}
 	s := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "pitr", Namespace: f.ns},
 		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *",

@@ -6,8 +6,10 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/metrics"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -55,6 +57,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	streamers, err := labels.Parse(backupjob.LabelStream)
+	if err != nil {
+		return nil, err
+	}
 	// managedFields are stripped from every cached object: the operator reads none of them, and on
 	// a Pod they outweigh the rest of its metadata.
 	cacheOpts := cache.Options{SyncPeriod: &sync, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
@@ -62,6 +68,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		&corev1.PersistentVolumeClaim{}: {Label: owned},
 		&corev1.Secret{}:                {Label: owned},
 		&batchv1.Job{}:                  {Label: backupJobs},
+		&appsv1.Deployment{}:            {Label: streamers},
 	}}
 	if len(o.WatchNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -122,7 +129,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := br.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackup controller: %w", err)
 	}
-	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("steward"), Image: image.get}
+	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("steward"), Image: image.get}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackupSchedule controller: %w", err)
 	}
