@@ -79,7 +79,7 @@ func Apply(ctx context.Context, dbPath string, src Source, opts Options) (res Re
 	ttls := map[int64]int64{}
 	for ctx.Err() == nil {
 		rev, l, err := src.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -282,7 +283,7 @@ func (r *recording) revisions(t *testing.T) []*segment.Revision {
 	var out []*segment.Revision
 	for {
 		rev, _, err := src.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {

@@ -114,7 +114,7 @@ func (r *Reader) finish(b []byte, sum string) error {
 		return fmt.Errorf("segment trailer says revisions %d-%d (%d, %d events, %d leases), read %d-%d (%d, %d, %d)",
 			t.First, t.Last, t.Revisions, t.Events, t.Leases, s.First, s.Last, s.Revisions, s.Events, s.Leases)
 	}
-	if _, err := r.r.ReadByte(); err != io.EOF {
+	if _, err := r.r.ReadByte(); !errors.Is(err, io.EOF) {
 		return errors.New("segment: bytes after the trailer")
 	}
 	r.done = true

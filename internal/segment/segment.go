@@ -95,7 +95,7 @@ type Writer struct {
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
 	h.FormatVersion = FormatVersion
 	sw := &Writer{w: bufio.NewWriterSize(w, 64<<10), h: sha256.New(), last: h.After}
-	if _, err := sw.write([]byte(magic)); err != nil {
+	if err := sw.write([]byte(magic)); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(h)
@@ -180,21 +180,19 @@ func (w *Writer) frame(kind byte, payload []byte) error {
 		return fmt.Errorf("frame of %d bytes: more than %d", len(payload), maxFrame)
 	}
 	head := binary.AppendUvarint([]byte{kind}, uint64(len(payload)))
-	if _, err := w.write(head); err != nil {
+	if err := w.write(head); err != nil {
 		return err
 	}
-	_, err := w.write(payload)
-	return err
+	return w.write(payload)
 }
 
-func (w *Writer) write(b []byte) (int, error) {
+func (w *Writer) write(b []byte) error {
 	if w.err != nil {
-		return 0, w.err
+		return w.err
 	}
 	w.h.Write(b)
-	n, err := w.w.Write(b)
-	w.err = err
-	return n, err
+	_, w.err = w.w.Write(b)
+	return w.err
 }
 
 // ErrTruncated is returned (wrapped) for a segment that ends before its trailer.

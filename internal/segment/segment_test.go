@@ -68,7 +68,7 @@ func readAll(b []byte) (Header, []Revision, []Lease, error) {
 	var leases []Lease
 	for {
 		rev, l, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return r.Header(), revs, leases, nil
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package segstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -44,7 +45,7 @@ func (c *Chain) Next() (*segment.Revision, *segment.Lease, error) {
 			}
 		}
 		rev, l, err := c.cur.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			s := c.segs[c.next]
 			if c.last != s.Last {
 				return nil, nil, fmt.Errorf("segment %s ends at revision %d, its name says %d", c.store.Location(s.Key), c.last, s.Last)
@@ -106,7 +107,7 @@ func Stamps(ctx context.Context, store objstore.Store, key string, keys *encrypt
 	var out []pitr.Stamp
 	for {
 		rev, _, err := r.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {

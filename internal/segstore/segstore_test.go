@@ -92,7 +92,7 @@ func readChain(c *Chain) ([]int64, error) {
 	var revs []int64
 	for {
 		rev, _, err := c.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return revs, nil
 		}
 		if err != nil {

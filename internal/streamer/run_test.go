@@ -102,7 +102,7 @@ func (h *harness) chainRevisions(rev int64) []int64 {
 	var revs []int64
 	for {
 		r, _, err := c.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return revs
 		}
 		if err != nil {
