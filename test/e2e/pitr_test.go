@@ -151,7 +151,7 @@ func TestPointInTimeRestore(t *testing.T) {
 	srcAtRev := keyspaceAt(t, cl, toRev)
 	srcAtPause := keyspaceAt(t, cl, paused)
 	segBytes, segs := segmentBytes(t, s3, ns+"/src/"+segment.Dir+"/")
-	t.Logf("MEASURE continuous backup: %d writes to revision %d, durable %d; %d segments, %d bytes (%.0f bytes a write)",
+	t.Logf("MEASURE continuous backup: %d write requests to revision %d, durable %d; %d segments, %d bytes (%.0f bytes a request)",
 		w.writes, end, durable.DurableRevision, segs, segBytes, float64(segBytes)/float64(w.writes))
 
 	restoreTo := func(name string, p *stewardv1.PointInTimeSpec) *stewardv1.EtcdCluster {
