@@ -1,6 +1,7 @@
 package kubectletcd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -65,11 +66,8 @@ first prints the restorable ranges and the one the target falls in, and refuses 
 			if dryRun {
 				return printObject(env.Out, "yaml", ec)
 			}
-			if err := env.Client.Create(ctx, ec); err != nil {
-				if apierrors.IsAlreadyExists(err) {
-					return fmt.Errorf("etcdcluster %q already exists in namespace %q: restore only creates new clusters", into, env.Namespace)
-				}
-				return apiError(err, "create", "etcdclusters", env.Namespace, "")
+			if err := createRestored(ctx, env, ec); err != nil {
+				return err
 			}
 			_, err = fmt.Fprintf(env.Out, "etcdcluster %q created from etcdbackup %q (revision %d); follow it with: kubectl etcd status %s\n",
 				into, b.Name, b.Status.Revision, into)
@@ -80,6 +78,17 @@ first prints the restorable ranges and the one the target falls in, and refuses 
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the EtcdCluster instead of creating it")
 	pit.bind(cmd)
 	return cmd
+}
+
+// createRestored creates the new cluster; restore never touches one that exists.
+func createRestored(ctx context.Context, env *Env, ec *stewardv1.EtcdCluster) error {
+	if err := env.Client.Create(ctx, ec); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("etcdcluster %q already exists in namespace %q: restore only creates new clusters", ec.Name, env.Namespace)
+		}
+		return apiError(err, "create", "etcdclusters", env.Namespace, "")
+	}
+	return nil
 }
 
 // RestoreCluster is the new cluster restore creates. Fields that name one cluster's life (a

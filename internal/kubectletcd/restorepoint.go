@@ -95,11 +95,8 @@ func restoreToPoint(cmd *cobra.Command, env *Env, p pointInTimeFlags, into strin
 	if dryRun {
 		return printObject(env.Out, "yaml", ec)
 	}
-	if err := env.Client.Create(ctx, ec); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("etcdcluster %q already exists in namespace %q: restore only creates new clusters", into, env.Namespace)
-		}
-		return apiError(err, "create", "etcdclusters", env.Namespace, "")
+	if err := createRestored(ctx, env, ec); err != nil {
+		return err
 	}
 	_, err = fmt.Fprintf(env.Out, "etcdcluster %q created; follow it with: kubectl etcd status %s\n", into, into)
 	return err
