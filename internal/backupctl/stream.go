@@ -135,9 +135,6 @@ func applyReport(c *stewardv1.ContinuousBackupStatus, rep streamer.Report, now t
 	c.LagRevisions = max(0, rep.HeadRevision-rep.DurableRevision)
 	c.DurableTime = timePtr(rep.DurableTime)
 	c.Hole = rep.Hole
-	if rep.Waiting != "" && rep.Hole == "" {
-		c.Hole = ""
-	}
 	c.Restorable = nil
 	for _, rg := range rep.Restorable {
 		c.Restorable = append(c.Restorable, stewardv1.RestorableRange{FromRevision: rg.From, ToRevision: rg.To,
