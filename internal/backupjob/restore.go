@@ -38,6 +38,13 @@ type PointInTime struct {
 	ToTime     string
 }
 
+// The restore init containers' names: the controller reads the fetch's result (the revision a time
+// target chose) and both containers' failures from the Pod's status by these names.
+const (
+	RestoreFetchContainer = "restore-fetch"
+	RestoreContainer      = "restore"
+)
+
 // RestoreInitContainers fetch and check the snapshot (Steward image), then restore it with the
 // target version's etcdutl (etcd image). Both skip when the data directory already holds a member.
 func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
@@ -59,7 +66,7 @@ func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 		args = append(args, "--max-minor="+r.MaxMinor)
 	}
 	args = append(args, storageArgs(r.Storage)...)
-	fetch := container("restore-fetch", r.Image, args, r.Storage)
+	fetch := container(RestoreFetchContainer, r.Image, args, r.Storage)
 	data := corev1.VolumeMount{Name: r.VolumeName, MountPath: r.MountPath}
 	fetch.VolumeMounts = append(fetch.VolumeMounts, data)
 
@@ -68,7 +75,7 @@ func RestoreInitContainers(r Restore) ([]corev1.Container, []corev1.Volume) {
 	install := container("restore-install", r.Image, []string{"install-self", toolsDir + "/steward"}, stewardv1.BackupStorage{})
 	install.VolumeMounts = []corev1.VolumeMount{{Name: "restore-tools", MountPath: toolsDir}}
 	restore := corev1.Container{
-		Name: "restore", Image: r.EtcdImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Name: RestoreContainer, Image: r.EtcdImage, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command: []string{toolsDir + "/steward"},
 		Args: []string{"snapshot", "restore", "--snapshot=" + stage + "/snapshot.db", "--stage=" + stage,
 			"--data-dir=" + r.DataDir, "--name=" + r.Member, "--initial-cluster=" + r.InitialCluster,

@@ -43,11 +43,22 @@ func (r *EtcdClusterReconciler) resolvePointInTime(ctx context.Context, ec *stew
 }
 
 // restoredRevision is the revision the seed's restore-fetch reported restoring (its result line),
-// 0 when it did not finish or reported none.
-func restoredRevision(o *observed) int64 {
+// 0 when it did not finish or reported none. pending says a Pod still runs a restore-fetch whose
+// result its status does not show yet: the member can answer before the kubelet posts that status,
+// and a time target's revision is known only from it.
+func restoredRevision(o *observed) (rev int64, pending bool) {
 	for _, p := range o.pods {
+		fetches := false
+		for _, c := range p.Spec.InitContainers {
+			fetches = fetches || c.Name == backupjob.RestoreFetchContainer
+		}
+		reported := false
 		for _, s := range p.Status.InitContainerStatuses {
-			if s.Name != "restore-fetch" || s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+			if s.Name != backupjob.RestoreFetchContainer || s.State.Terminated == nil {
+				continue
+			}
+			reported = true
+			if s.State.Terminated.ExitCode != 0 {
 				continue
 			}
 			var res struct {
@@ -58,12 +69,13 @@ func restoredRevision(o *observed) int64 {
 			if i := strings.LastIndex(msg, "\n"); i >= 0 {
 				msg = msg[i+1:]
 			}
-			if json.Unmarshal([]byte(msg), &res) == nil && !res.Skipped {
-				return res.Revision
+			if json.Unmarshal([]byte(msg), &res) == nil && !res.Skipped && res.Revision > 0 {
+				return res.Revision, false
 			}
 		}
+		pending = pending || (fetches && !reported)
 	}
-	return 0
+	return 0, pending
 }
 
 // streamerFresh is how recent a streamer's report must be for it to count as running: a streamer

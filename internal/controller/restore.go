@@ -151,12 +151,19 @@ func (r *EtcdClusterReconciler) setRestoreStatus(ec *stewardv1.EtcdCluster, o *o
 		if o.restore != nil {
 			src, rev = o.restore.name, o.restore.revision
 		}
-		if fetched := restoredRevision(o); fetched > 0 {
+		fetched, pending := restoredRevision(o)
+		if fetched > 0 {
 			rev = fetched // a time target: the revision the seed's fetch chose
+		} else if pending && rev == 0 {
+			return // the seed answers before its Pod's status shows which revision the fetch chose
 		}
 		ec.Status.Restore = &stewardv1.RestoreStatus{Source: src, Revision: rev, RestoredAt: &now}
 		cond.Status, cond.Reason = metav1.ConditionTrue, "Restored"
-		cond.Message = fmt.Sprintf("restored from %s (revision %d), new cluster ID %s", src, rev, ec.Status.ClusterID)
+		at := fmt.Sprintf("revision %d", rev)
+		if rev == 0 {
+			at = "revision unknown" // an object restored by key without a manifest, or the seed Pod that reported it replaced
+		}
+		cond.Message = fmt.Sprintf("restored from %s (%s), new cluster ID %s", src, at, ec.Status.ClusterID)
 		r.event(ec, corev1.EventTypeNormal, "Restored", "%s", cond.Message)
 	case o.restore != nil && o.restore.hold != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "RestoreRefused", o.restore.hold
@@ -181,7 +188,7 @@ func restoreFailure(o *observed) string {
 			if t == nil && s.LastTerminationState.Terminated != nil {
 				t = s.LastTerminationState.Terminated
 			}
-			if t != nil && t.ExitCode != 0 && (s.Name == "restore-fetch" || s.Name == "restore") {
+			if t != nil && t.ExitCode != 0 && (s.Name == backupjob.RestoreFetchContainer || s.Name == backupjob.RestoreContainer) {
 				return fmt.Sprintf("%s on %s failed: %s", s.Name, p.Name, strings.TrimSpace(errorLine(t.Message)))
 			}
 		}

@@ -52,7 +52,11 @@ func (w *pitrWorkload) step(ctx context.Context, t *testing.T, i int) {
 		}
 	case op < 14:
 		var r *clientv3.TxnResponse
-		if r, err = w.cl.Txn(ctx).Then(clientv3.OpPut(key(), fmt.Sprintf("t%d", i)), clientv3.OpDelete(key()),
+		put, del := key(), key()
+		for del == put { // etcd refuses a transaction that names a key twice
+			del = key()
+		}
+		if r, err = w.cl.Txn(ctx).Then(clientv3.OpPut(put, fmt.Sprintf("t%d", i)), clientv3.OpDelete(del),
 			clientv3.OpPut(fmt.Sprintf("/pitr/txn/%d", i), strings.Repeat("x", w.rng.IntN(200)))).Commit(); err == nil {
 			rev = r.Header.Revision
 		}
