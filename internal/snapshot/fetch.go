@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/objstore"
 )
 
@@ -23,7 +25,11 @@ type FetchOptions struct {
 	// SkipIfExists: when this path exists (the member's data directory), do nothing, so a
 	// restarted init container does not restore over a member that already started.
 	SkipIfExists string
-	Logf         func(format string, args ...any)
+	// Keys open a sealed object (any of them); a sealed object without them is a clear error.
+	// A plain object is read as it is, keys or not: a schedule that turned encryption on still
+	// restores its older backups.
+	Keys *encryption.Keyring
+	Logf func(format string, args ...any)
 }
 
 // FetchResult says what was fetched.
@@ -70,8 +76,12 @@ func Fetch(ctx context.Context, store objstore.Store, key, outPath string, opts 
 	if want == "" && src.manifest != nil {
 		want, wantFrom = src.manifest.SHA256, "the manifest"
 	}
-	opts.Logf("fetching %s (%s) to %s", res.Location, src.compression, outPath)
-	res.SHA256, res.Size, res.Scan, err = download(ctx, store, src, outPath+".partial")
+	if src.encryption != "" && opts.Keys == nil {
+		return FetchResult{}, fmt.Errorf("%s is sealed (%s) under key %s: give the encryption key (the destination's encryption.keySecretRef)",
+			res.Location, src.encryption, orUnrecorded(src.keyID))
+	}
+	opts.Logf("fetching %s (%s%s) to %s", res.Location, src.compression, sealedNote(src), outPath)
+	res.SHA256, res.Size, res.Scan, err = download(ctx, store, src, outPath+".partial", opts.Keys)
 	// A damaged object usually fails decompression first; the hash mismatch says more.
 	if want != "" && res.SHA256 != "" && res.SHA256 != want {
 		err = fmt.Errorf("sha256 of %s is %s, but %s says %s: the object is corrupt or not the one expected", res.Location, res.SHA256, wantFrom, want)
@@ -108,7 +118,23 @@ func checkFetched(res FetchResult, maxMinor string) error {
 type source struct {
 	object      string
 	compression Compression
+	encryption  Encryption
+	keyID       string
 	manifest    *Manifest
+}
+
+func sealedNote(src source) string {
+	if src.encryption == "" {
+		return ""
+	}
+	return ", sealed under " + orUnrecorded(src.keyID)
+}
+
+func orUnrecorded(keyID string) string {
+	if keyID == "" {
+		return "an unrecorded key"
+	}
+	return keyID
 }
 
 // locate finds the snapshot object: the manifest's, else snapshot.db.zst or snapshot.db under
@@ -117,11 +143,12 @@ func locate(ctx context.Context, store objstore.Store, key string) (source, erro
 	m, err := ReadManifest(ctx, store, key)
 	switch {
 	case err == nil:
-		return source{object: key + "/" + m.Object, compression: m.Compression, manifest: &m}, nil
+		return source{object: key + "/" + m.Object, compression: m.Compression, encryption: m.Encryption, keyID: m.KeyID, manifest: &m}, nil
 	case !errors.Is(err, objstore.ErrNotFound):
 		return source{}, err
 	}
-	for _, obj := range []string{key + "/" + CompressionZstd.ObjectName(), key + "/" + CompressionNone.ObjectName(), key} {
+	zst, raw := key+"/"+CompressionZstd.ObjectName(), key+"/"+CompressionNone.ObjectName()
+	for _, obj := range []string{zst, raw, zst + sealedSuffix, raw + sealedSuffix, key} {
 		info, err := store.Stat(ctx, obj)
 		if errors.Is(err, objstore.ErrNotFound) {
 			continue
@@ -129,42 +156,66 @@ func locate(ctx context.Context, store objstore.Store, key string) (source, erro
 		if err != nil {
 			return source{}, err
 		}
+		src := source{object: obj, encryption: Encryption(info.Metadata[metaEncryption]), keyID: info.Metadata[metaKeyID]}
+		if src.encryption == "" && strings.HasSuffix(obj, sealedSuffix) {
+			src.encryption = EncryptionAge
+		}
+		name := strings.TrimSuffix(obj, sealedSuffix)
 		c := Compression(info.Metadata["compression"])
 		if c == "" {
 			c = CompressionNone
-			if strings.HasSuffix(obj, ".zst") {
+			if strings.HasSuffix(name, ".zst") {
 				c = CompressionZstd
 			}
 		}
 		if _, err := ParseCompression(string(c)); err != nil {
 			return source{}, fmt.Errorf("%s: %w", store.Location(obj), err)
 		}
-		return source{object: obj, compression: c}, nil
+		src.compression = c
+		return src, nil
 	}
 	return source{}, fmt.Errorf("no snapshot at %s: neither a manifest nor a snapshot object: %w", store.Location(key), objstore.ErrNotFound)
 }
 
-// download streams the object into path: stored bytes -> sha256 -> decompression -> scanner
-// and file. The file is fsynced before the caller renames it. The object's sha256 is returned
-// whenever the object could be read to its end, even if its content was refused.
-func download(ctx context.Context, store objstore.Store, src source, path string) (sum string, size int64, scan ScanResult, err error) {
+// download streams the object into path: stored bytes -> sha256 -> unsealing -> decompression
+// -> scanner and file. The file is fsynced before the caller renames it. The object's sha256 is
+// returned whenever the object could be read to its end, even if its content was refused.
+func download(ctx context.Context, store objstore.Store, src source, path string, keys *encryption.Keyring) (sum string, size int64, scan ScanResult, err error) {
 	rc, _, err := store.Get(ctx, src.object)
 	if err != nil {
 		return "", 0, ScanResult{}, err
 	}
 	defer func() { _ = rc.Close() }()
 	stored := &hashCounter{h: sha256.New()}
-	scan, err = decodeTo(io.TeeReader(rc, stored), src.compression, path)
-	if err != nil {
-		err = fmt.Errorf("reading %s: %w", store.Location(src.object), err)
+	in := bufio.NewReader(io.TeeReader(rc, stored))
+	var r io.Reader = in
+	if head, _ := in.Peek(len(sealedMagic)); src.encryption == "" && encryption.Sealed(head) {
+		// Sealed but not marked so (uploaded by hand, metadata lost): refuse it as what it is.
+		src.encryption = EncryptionAge
+		if keys == nil {
+			err = fmt.Errorf("%s is sealed with age but neither its manifest nor its metadata say so: give the encryption key", store.Location(src.object))
+		}
+	}
+	if err == nil && src.encryption != "" {
+		if r, err = keys.Open(in, src.keyID); err != nil {
+			err = fmt.Errorf("opening %s: %w", store.Location(src.object), err)
+		}
+	}
+	if err == nil {
+		if scan, err = decodeTo(r, src.compression, path); err != nil {
+			err = fmt.Errorf("reading %s: %w", store.Location(src.object), err)
+		}
 	}
 	// Hash what decompression did not need (trailing bytes, or the rest after an error) so the
 	// sum covers the whole object.
-	if _, cerr := io.Copy(stored, rc); cerr != nil {
+	if _, cerr := io.Copy(io.Discard, in); cerr != nil {
 		return "", 0, ScanResult{}, errors.Join(err, cerr)
 	}
 	return hex.EncodeToString(stored.h.Sum(nil)), stored.n, scan, err
 }
+
+// sealedMagic is as much of an object's start as encryption.Sealed needs.
+const sealedMagic = "age-encryption.org/"
 
 // decodeTo decompresses r into the file at path, scanning the snapshot on the way.
 func decodeTo(r io.Reader, c Compression, path string) (ScanResult, error) {

@@ -47,6 +47,20 @@ func (c Compression) ObjectName() string {
 	return "snapshot.db"
 }
 
+// Encryption of the snapshot object.
+type Encryption string
+
+// EncryptionAge seals with age (package encryption).
+const EncryptionAge Encryption = "age"
+
+// sealedSuffix ends a sealed object's name; metaEncryption and metaKeyID are its object metadata,
+// so an object fetched without its manifest still says it is sealed, and under which key.
+const (
+	sealedSuffix   = ".age"
+	metaEncryption = "encryption"
+	metaKeyID      = "key-id"
+)
+
 // BackupKey is the key under which one backup's objects live: <namespace>/<cluster>/<backup>
 // (the store adds its own prefix).
 func BackupKey(namespace, cluster, backup string) string {
@@ -79,6 +93,10 @@ type Manifest struct {
 	Revision        int64       `json:"revision"`
 	CompactRevision int64       `json:"compactRevision"`
 	Compression     Compression `json:"compression"`
+	// Encryption is "age" when the object is sealed (after compression), and KeyID the public
+	// recipient of the key that sealed it; the key itself is never written.
+	Encryption Encryption `json:"encryption,omitempty"`
+	KeyID      string     `json:"keyID,omitempty"`
 	// Object is the snapshot object's name under the backup's key.
 	Object string `json:"object"`
 	// Size and SHA256 (hex) are of the stored object's bytes (compressed); RawSize is the

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
+	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/objstore"
 )
 
@@ -42,6 +43,9 @@ type SaveOptions struct {
 	// (default 30s): an election or a short partition ends within seconds, and failing the backup
 	// for it left a user's one-off backup Failed while the cluster was healthy again.
 	LeaderWait time.Duration
+	// Keys, if set, seal the stored object with age under its first key (after compression):
+	// the object becomes <object>.age and the manifest names the key's ID, never the key.
+	Keys *encryption.Keyring
 	// Logf, if set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -65,6 +69,9 @@ func Save(ctx context.Context, cli *clientv3.Client, store objstore.Store, opts 
 	}
 	m.FormatVersion, m.Namespace, m.Cluster, m.Backup = FormatVersion, opts.Namespace, opts.Cluster, opts.Backup
 	m.Compression, m.Object, m.StartedAt = opts.Compression, opts.Compression.ObjectName(), started
+	if opts.Keys != nil {
+		m.Encryption, m.KeyID, m.Object = EncryptionAge, opts.Keys.KeyID(), m.Object+sealedSuffix
+	}
 	objKey := opts.Key + "/" + m.Object
 	opts.Logf("taking a snapshot of member %s (%s, etcd %s) into %s", m.Member.Name, m.Member.ID, m.EtcdVersion, store.Location(objKey))
 
@@ -233,7 +240,7 @@ func stream(ctx context.Context, cli *clientv3.Client, store objstore.Store, obj
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := encode(etcdReader{r: resp.Snapshot, waiting: &waiting}, io.MultiWriter(stored, pw), scanner, opts.Compression)
+		err := encode(etcdReader{r: resp.Snapshot, waiting: &waiting}, io.MultiWriter(stored, pw), scanner, opts.Compression, opts.Keys)
 		if err == nil {
 			err = checkScan(scanner)
 		}
@@ -242,6 +249,9 @@ func stream(ctx context.Context, cli *clientv3.Client, store objstore.Store, obj
 	}()
 	meta := map[string]string{"compression": string(opts.Compression), "cluster": m.Namespace + "/" + m.Cluster,
 		"member": m.Member.Name + " (" + m.Member.ID + ")", "backup": m.Backup}
+	if m.Encryption != "" {
+		meta[metaEncryption], meta[metaKeyID] = string(m.Encryption), m.KeyID
+	}
 	_, putErr := store.Put(sctx, objKey, pr, meta)
 	_ = pr.CloseWithError(errUploadEnded) // unblock the encoder if the Put gave up early
 	streamErr := <-done
@@ -269,26 +279,34 @@ func checkScan(s *Scanner) error {
 	return nil
 }
 
-func encode(src io.Reader, dst io.Writer, scanner *Scanner, c Compression) error {
-	out := io.WriteCloser(nopWriteCloser{dst})
-	if c == CompressionZstd {
-		enc, err := newEncoder(dst)
+// encode compresses src into dst, sealing the compressed stream when keys is set; every layer is
+// closed in order so the object ends with each one's last frame.
+func encode(src io.Reader, dst io.Writer, scanner *Scanner, c Compression, keys *encryption.Keyring) error {
+	closers := []io.Closer{}
+	var out io.Writer = dst
+	if keys != nil {
+		sealer, err := keys.Seal(out)
 		if err != nil {
 			return err
 		}
-		out = enc
+		closers, out = append(closers, sealer), sealer
+	}
+	if c == CompressionZstd {
+		enc, err := newEncoder(out)
+		if err != nil {
+			return err
+		}
+		closers, out = append(closers, enc), enc
 	}
 	buf := make([]byte, 64<<10)
-	if _, err := io.CopyBuffer(io.MultiWriter(scanner, out), src, buf); err != nil {
-		_ = out.Close()
-		return err
+	_, err := io.CopyBuffer(io.MultiWriter(scanner, out), src, buf)
+	for i := len(closers) - 1; i >= 0; i-- {
+		if cerr := closers[i].Close(); err == nil {
+			err = cerr
+		}
 	}
-	return out.Close()
+	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // etcdReader marks the time a read from etcd has been waiting, for watchIdle.
 type etcdReader struct {

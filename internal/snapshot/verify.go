@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/objstore"
 )
 
@@ -30,7 +31,9 @@ type VerifyOptions struct {
 	// StartTimeout bounds the restored member's start (default 5m: a large database takes a
 	// while to load and compact).
 	StartTimeout time.Duration
-	Logf         func(format string, args ...any)
+	// Keys open a sealed backup (FetchOptions.Keys): a drill decrypts as a restore does.
+	Keys *encryption.Keyring
+	Logf func(format string, args ...any)
 }
 
 // VerifyResult is the drill's outcome.
@@ -102,7 +105,7 @@ func failed(stage string, format string, args ...any) VerifyResult {
 
 func (d *drill) run(ctx context.Context, store objstore.Store, key string) VerifyResult {
 	file := filepath.Join(d.dir, "snapshot.db")
-	fr, err := Fetch(ctx, store, key, file, FetchOptions{ExpectSHA256: d.opts.ExpectSHA256, MaxMinor: d.opts.MaxMinor, Logf: d.opts.Logf})
+	fr, err := Fetch(ctx, store, key, file, FetchOptions{ExpectSHA256: d.opts.ExpectSHA256, MaxMinor: d.opts.MaxMinor, Keys: d.opts.Keys, Logf: d.opts.Logf})
 	if err != nil {
 		return failed("fetch", "%v", err)
 	}
