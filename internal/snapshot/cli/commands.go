@@ -58,7 +58,7 @@ func (c *saveCmd) run(ctx context.Context, env func(string) string, logf func(st
 		}
 	}
 	m, err := snapshot.Save(ctx, cli, store, snapshot.SaveOptions{Key: key, Compression: comp, Namespace: c.ref.namespace,
-		Cluster: c.ref.cluster, Backup: c.ref.backup, IdleTimeout: c.idleTimeout, AllowNoLeader: c.allowNoLeader, Logf: logf})
+		Cluster: c.ref.cluster, Backup: c.ref.backup, IdleTimeout: c.idleTimeout, AllowNoLeader: c.allowNoLeader, Keys: c.dest.keys, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (c *fetchCmd) run(ctx context.Context, env func(string) string, logf func(s
 		return nil, err
 	}
 	r, err := snapshot.Fetch(ctx, store, key, c.out, snapshot.FetchOptions{ExpectSHA256: c.expectSHA256,
-		MaxMinor: c.maxMinor, SkipIfExists: c.skipIfExists, Logf: logf})
+		MaxMinor: c.maxMinor, SkipIfExists: c.skipIfExists, Keys: c.dest.keys, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (c *verifyCmd) run(ctx context.Context, env func(string) string, logf func(
 		return nil, err
 	}
 	r, err := snapshot.Verify(ctx, store, key, snapshot.VerifyOptions{ExpectSHA256: c.expectSHA256, MaxMinor: c.maxMinor,
-		Etcd: c.etcd, Etcdutl: c.etcdutl, WorkDir: c.workDir, Bump: c.bump, Logf: logf})
+		Etcd: c.etcd, Etcdutl: c.etcdutl, WorkDir: c.workDir, Bump: c.bump, Keys: c.dest.keys, Logf: logf})
 	if err != nil {
 		return nil, err
 	}

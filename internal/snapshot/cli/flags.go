@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/objstore"
 	"github.com/etcd-steward/steward/internal/pki"
@@ -24,6 +25,10 @@ type destination struct {
 	s3Endpoint, s3Bucket, s3Prefix, s3Region, s3CAFile string
 	s3PathStyle                                        bool
 	volumeDir                                          string
+	keysFile                                           string
+	// keys is the keyring read from keysFile by store (nil without one): it seals what is
+	// written and opens what is read.
+	keys *encryption.Keyring
 }
 
 func (d *destination) bind(fs *flag.FlagSet) {
@@ -34,13 +39,23 @@ func (d *destination) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&d.s3PathStyle, "s3-force-path-style", false, "address the bucket as ENDPOINT/BUCKET (MinIO, Ceph) instead of BUCKET.ENDPOINT")
 	fs.StringVar(&d.s3CAFile, "s3-ca-file", "", "PEM bundle of CAs to trust for the S3 endpoint, besides the system's")
 	fs.StringVar(&d.volumeDir, "volume-dir", "", "directory of a mounted volume to keep backups in, instead of S3")
+	fs.StringVar(&d.keysFile, "encryption-keys-file", "", "age identity file (age-keygen's output): the first key seals what is written, every key opens what is read")
 }
 
 // awsEndpoint is Amazon S3's; minio-go turns it into the bucket region's endpoint.
 const awsEndpoint = "https://s3.amazonaws.com"
 
-// store builds the destination's store; env supplies the S3 credentials.
+// store builds the destination's store (env supplies the S3 credentials) and reads its keys.
 func (d *destination) store(env func(string) string) (objstore.Store, error) {
+	if d.keysFile != "" {
+		text, err := os.ReadFile(d.keysFile)
+		if err != nil {
+			return nil, fmt.Errorf("--encryption-keys-file: %w (is the key Secret there, with that key?)", err)
+		}
+		if d.keys, err = encryption.ParseKeyring(text); err != nil {
+			return nil, fmt.Errorf("--encryption-keys-file %s: %w", d.keysFile, err)
+		}
+	}
 	s3 := d.s3Endpoint != "" || d.s3Bucket != ""
 	switch {
 	case s3 && d.volumeDir != "":

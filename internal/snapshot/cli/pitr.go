@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/objstore"
 	"github.com/etcd-steward/steward/internal/pitr"
 	"github.com/etcd-steward/steward/internal/replay"
@@ -31,7 +32,7 @@ func (p *pointInTime) bind(fs *flag.FlagSet) {
 func (p *pointInTime) set() bool { return p.prefix != "" || p.toRevision != 0 || p.toTime != "" }
 
 // target resolves the flags to a revision, reading the one segment a time falls inside.
-func (p *pointInTime) target(ctx context.Context, store objstore.Store, bases []pitr.Base, segs []pitr.Segment) (int64, map[string]any, error) {
+func (p *pointInTime) target(ctx context.Context, store objstore.Store, keys *encryption.Keyring, bases []pitr.Base, segs []pitr.Segment) (int64, map[string]any, error) {
 	switch {
 	case p.prefix == "":
 		return 0, nil, usageError("--to-revision and --to-time need --pitr-prefix")
@@ -51,7 +52,7 @@ func (p *pointInTime) target(ctx context.Context, store objstore.Store, bases []
 		return 0, nil, err
 	}
 	if inside != nil {
-		stamps, err := segstore.Stamps(ctx, store, inside.Key, nil)
+		stamps, err := segstore.Stamps(ctx, store, inside.Key, keys)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -73,7 +74,7 @@ func (c *fetchCmd) fetchPointInTime(ctx context.Context, store objstore.Store, l
 	if err != nil {
 		return nil, err
 	}
-	rev, res, err := c.pitr.target(ctx, store, bases, segs)
+	rev, res, err := c.pitr.target(ctx, store, c.dest.keys, bases, segs)
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +85,11 @@ func (c *fetchCmd) fetchPointInTime(ctx context.Context, store objstore.Store, l
 	logf("restoring revision %d: base %s (revision %d), %d revisions from %d segments", rev, plan.Base.Name,
 		plan.Base.Revision, plan.Replayed(), len(plan.Segments))
 	work := c.out + ".pitr"
-	fr, err := snapshot.Fetch(ctx, store, c.pitr.prefix+"/"+plan.Base.Name, work, snapshot.FetchOptions{MaxMinor: c.maxMinor, Logf: logf})
+	fr, err := snapshot.Fetch(ctx, store, c.pitr.prefix+"/"+plan.Base.Name, work, snapshot.FetchOptions{MaxMinor: c.maxMinor, Keys: c.dest.keys, Logf: logf})
 	if err != nil {
 		return nil, err
 	}
-	chain := segstore.NewChain(ctx, store, nil, plan)
+	chain := segstore.NewChain(ctx, store, c.dest.keys, plan)
 	defer func() { _ = chain.Close() }()
 	start := time.Now()
 	rr, err := replay.Snapshot(ctx, work, chain, replay.Options{To: rev})

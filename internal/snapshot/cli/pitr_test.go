@@ -66,17 +66,8 @@ func TestStreamAndFetchToAPoint(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	last := revs[len(revs)-1]
-	var prog streamer.Report
-	deadline := time.Now().Add(20 * time.Second)
-	for prog.DurableRevision < last && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/progress", port[0]))
-		if err != nil {
-			continue
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&prog)
-		_ = resp.Body.Close()
-	}
+	waitProgress(t, port[0], last, &streamErr)
+	prog := progress(port[0])
 	if prog.DurableRevision < last || prog.HeadRevision < last || len(prog.Restorable) != 1 ||
 		prog.Restorable[0].From != baseRev || prog.Restorable[0].To != prog.DurableRevision {
 		t.Fatalf("progress %+v, want durable %d from base %d\n%s", prog, last, baseRev, streamErr.String())
@@ -145,3 +136,15 @@ func revisionOf(t *testing.T, path string) int64 {
 type emptySource struct{}
 
 func (emptySource) Next() (*segment.Revision, *segment.Lease, error) { return nil, nil, io.EOF }
+
+// progress is the streamer's /progress report (empty when it does not answer).
+func progress(port int) streamer.Report {
+	var prog streamer.Report
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/progress", port))
+	if err != nil {
+		return prog
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_ = json.NewDecoder(resp.Body).Decode(&prog)
+	return prog
+}

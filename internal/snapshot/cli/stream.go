@@ -95,7 +95,7 @@ func Stream(ctx context.Context, args []string, env func(string) string, stderr 
 			logf("deleted %s: it ends before the oldest base", store.Location(sg.Key))
 		}
 	}
-	cfg := streamer.Config{Client: cli, Store: store, Prefix: *prefix, Interval: *interval, MaxBytes: *maxMiB << 20, Logf: logf,
+	cfg := streamer.Config{Client: cli, Store: store, Keys: dest.keys, Prefix: *prefix, Interval: *interval, MaxBytes: *maxMiB << 20, Logf: logf,
 		Progress: func(p streamer.Progress) {
 			if time.Since(listed) > 5*time.Minute {
 				relist()
