@@ -14,6 +14,31 @@ type BackupStorage struct {
 	// volume is a PersistentVolumeClaim in the backup's namespace, mounted by the backup Job.
 	// +optional
 	Volume *VolumeStorage `json:"volume,omitempty"`
+	// encryption seals every snapshot and continuous-backup segment written here with age
+	// (X25519, ChaCha20-Poly1305 in 64 KiB chunks) before it leaves the Pod, and opens them for
+	// restores and drills. Objects written before it was set stay readable.
+	// +optional
+	Encryption *BackupEncryption `json:"encryption,omitempty"`
+}
+
+// BackupEncryption names the keys that seal and open backups.
+type BackupEncryption struct {
+	// keySecretRef names a Secret key in the same namespace holding an age identity file
+	// (age-keygen's output): one or more identities, one per line. The first seals what is
+	// written; every one opens what is read, so a rotation puts a new identity first and keeps
+	// the old ones below it for as long as their objects are kept. Manifests and status name a
+	// key by its public recipient (age1...), never the key. Read only by the Pods that move data
+	// and by the operator's check that the key is there and parses.
+	KeySecretRef EncryptionKeyRef `json:"keySecretRef"`
+}
+
+// EncryptionKeyRef is a key of a Secret holding age identities.
+type EncryptionKeyRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	// +kubebuilder:default=keys.txt
+	Key string `json:"key,omitempty"`
 }
 
 // S3Storage is a bucket of an S3-compatible object store.

@@ -46,6 +46,14 @@ type ContinuousBackupStatus struct {
 	// hole says when the streamer last lost revisions, and which.
 	// +optional
 	Hole string `json:"hole,omitempty"`
+	// waiting says why nothing streams now: no base backup yet, a hole waiting for a newer base,
+	// a restart after an error, or an encryption key that is missing.
+	// +optional
+	Waiting string `json:"waiting,omitempty"`
+	// keyID is the public recipient (age1...) of the key the streamer seals segments with, when
+	// the destination is encrypted.
+	// +optional
+	KeyID string `json:"keyID,omitempty"`
 	// reportedAt is when the streamer was last heard from.
 	// +optional
 	ReportedAt *metav1.Time `json:"reportedAt,omitempty"`

@@ -6,6 +6,7 @@ package backupctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/backupkey"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -29,7 +31,7 @@ const poll = 5 * time.Second
 // BackupReconciler runs EtcdBackups.
 type BackupReconciler struct {
 	Client client.Client
-	// APIReader reads the Jobs' Pods, which the cache does not hold.
+	// APIReader reads what the cache does not hold: the Jobs' Pods and the encryption key Secrets.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	// Image returns the Steward image the Jobs run.
@@ -119,6 +121,13 @@ func (r *BackupReconciler) start(ctx context.Context, b *stewardv1.EtcdBackup) (
 	member, ok := Source(&ec)
 	if !ok {
 		return r.fail(ctx, b, "cluster %s has no healthy member to stream a snapshot from", ec.Name)
+	}
+	if _, err := backupkey.Check(ctx, r.APIReader, b.Namespace, b.Spec.Destination); err != nil {
+		var problem *backupkey.Problem
+		if errors.As(err, &problem) {
+			return r.fail(ctx, b, "%v: nothing was written", problem)
+		}
+		return ctrl.Result{}, err
 	}
 	image, err := r.Image(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package backupctl
 
 import (
 	"context"
+	"errors"
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/backupkey"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -62,6 +64,17 @@ func (r *BackupReconciler) verify(ctx context.Context, b *stewardv1.EtcdBackup) 
 		return ctrl.Result{}, err
 	}
 	if out.missing {
+		if _, err := backupkey.Check(ctx, r.APIReader, b.Namespace, b.Spec.Destination); err != nil {
+			var problem *backupkey.Problem
+			if !errors.As(err, &problem) {
+				return ctrl.Result{}, err
+			}
+			base := b.DeepCopy()
+			now := metav1.NewTime(r.now())
+			b.Status.Verification = &stewardv1.BackupVerification{Time: &now, Message: problem.Error() + ": the drill cannot open the backup"}
+			r.event(b, corev1.EventTypeWarning, "BackupVerificationFailed", "%s", b.Status.Verification.Message)
+			return ctrl.Result{}, r.Client.Status().Patch(ctx, b, client.MergeFrom(base))
+		}
 		image, err := r.Image(ctx)
 		if err != nil {
 			return ctrl.Result{}, err

@@ -26,7 +26,7 @@ import (
 // old ones; the backups run on their own.
 type ScheduleReconciler struct {
 	Client client.Client
-	// APIReader reads the streamer's Pods live: the cache holds only members' Pods.
+	// APIReader reads live what the cache does not hold: the streamer's Pods and the key Secrets.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     func() time.Time

@@ -3,6 +3,7 @@ package backupctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/backupkey"
 	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/internal/streamer"
 )
@@ -70,7 +72,21 @@ func (r *ScheduleReconciler) reconcileStream(ctx context.Context, s *stewardv1.E
 	if err != nil {
 		return false, fmt.Errorf("no Steward image for the streamer: %w", err)
 	}
-	st := backupjob.Stream{Schedule: s.Name, Namespace: s.Namespace, Cluster: ec.Name, Image: image, Storage: s.Spec.Template.Destination,
+	if s.Status.Continuous == nil {
+		s.Status.Continuous = &stewardv1.ContinuousBackupStatus{}
+	}
+	keyID, err := backupkey.Check(ctx, r.live(), s.Namespace, s.Spec.Template.Destination)
+	var problem *backupkey.Problem
+	switch {
+	case errors.As(err, &problem):
+		// A streamer already running keeps its keys and streams on; none is started without one.
+		s.Status.Continuous.Waiting = problem.Error()
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	s.Status.Continuous.KeyID, s.Status.Continuous.Waiting = keyID, "" // the streamer's report says why it waits
+	st := backupjob.Stream{Schedule: s.Name, KeyID: keyID, Namespace: s.Namespace, Cluster: ec.Name, Image: image, Storage: s.Spec.Template.Destination,
 		Endpoint:       fmt.Sprintf("%s://%s.%s.svc:%d", resources.Scheme(ec), resources.ClientServiceName(ec.Name), ec.Namespace, resources.ClientPort),
 		SegmentSeconds: s.Spec.Continuous.SegmentSeconds, SegmentMaxMiB: s.Spec.Continuous.SegmentMaxMiB}
 	if ec.TLSEnabled() {
@@ -98,18 +114,19 @@ func (r *ScheduleReconciler) reconcileStream(ctx context.Context, s *stewardv1.E
 	return r.readStream(ctx, s, backups)
 }
 
+// live reads what the cache does not hold: the streamer's Pods and the encryption key Secrets.
+func (r *ScheduleReconciler) live() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 // readStream copies the running streamer's report into status.continuous.
 func (r *ScheduleReconciler) readStream(ctx context.Context, s *stewardv1.EtcdBackupSchedule, backups []stewardv1.EtcdBackup) (bool, error) {
 	var pods corev1.PodList
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	if err := reader.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{backupjob.LabelStream: s.Name}); err != nil {
+	if err := r.live().List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{backupjob.LabelStream: s.Name}); err != nil {
 		return false, err
-	}
-	if s.Status.Continuous == nil {
-		s.Status.Continuous = &stewardv1.ContinuousBackupStatus{}
 	}
 	read := r.Progress
 	if read == nil {
@@ -134,7 +151,7 @@ func applyReport(c *stewardv1.ContinuousBackupStatus, rep streamer.Report, now t
 	c.DurableRevision, c.HeadRevision = rep.DurableRevision, rep.HeadRevision
 	c.LagRevisions = max(0, rep.HeadRevision-rep.DurableRevision)
 	c.DurableTime = timePtr(rep.DurableTime)
-	c.Hole = rep.Hole
+	c.Hole, c.Waiting = rep.Hole, rep.Waiting
 	c.Restorable = nil
 	for _, rg := range rep.Restorable {
 		c.Restorable = append(c.Restorable, stewardv1.RestorableRange{FromRevision: rg.From, ToRevision: rg.To,

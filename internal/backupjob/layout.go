@@ -19,6 +19,8 @@ const (
 	SnapshotFile     = "snapshot.db"
 	SnapshotFileZstd = "snapshot.db.zst"
 	ManifestFile     = "manifest.json"
+	// SealedSuffix ends an encrypted snapshot's name (snapshot.db.zst.age).
+	SealedSuffix = ".age"
 )
 
 // Dir is the backup's key, the directory of its objects: <prefix><namespace>/<cluster>/<backup>
@@ -45,10 +47,14 @@ func ClusterKey(storage stewardv1.BackupStorage, namespace, cluster string) stri
 
 // SnapshotKey is the snapshot object's key (or path inside the volume).
 func SnapshotKey(storage stewardv1.BackupStorage, namespace, cluster, backup string, c stewardv1.BackupCompression) string {
+	name := SnapshotFileZstd
 	if c == stewardv1.CompressionNone {
-		return Dir(storage, namespace, cluster, backup) + "/" + SnapshotFile
+		name = SnapshotFile
 	}
-	return Dir(storage, namespace, cluster, backup) + "/" + SnapshotFileZstd
+	if storage.Encryption != nil {
+		name += SealedSuffix
+	}
+	return Dir(storage, namespace, cluster, backup) + "/" + name
 }
 
 // Location is how status names an object: s3://bucket/key or pvc://claim/key.
@@ -65,7 +71,7 @@ func Location(storage stewardv1.BackupStorage, key string) string {
 // BackupKey is the backup's key (its directory) of a snapshot object's key: restores and drills
 // name the snapshot object, the subcommands its directory.
 func BackupKey(objectKey string) string {
-	if d, f := path.Split(objectKey); f == SnapshotFile || f == SnapshotFileZstd {
+	if d, f := path.Split(objectKey); strings.TrimSuffix(f, SealedSuffix) == SnapshotFile || strings.TrimSuffix(f, SealedSuffix) == SnapshotFileZstd {
 		return strings.TrimSuffix(d, "/")
 	}
 	return strings.TrimSuffix(objectKey, "/")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupkey"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -25,6 +26,7 @@ const (
 const (
 	etcdTLSDir  = "/etc/steward/etcd-tls"
 	s3CADir     = "/etc/steward/s3-ca"
+	keysDir     = "/etc/steward/encryption"
 	volumeDir   = "/backup"
 	toolsDir    = "/tools"
 	workDir     = "/work"
@@ -84,8 +86,10 @@ func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
 	return job(j, TaskVerify, corev1.PodSpec{InitContainers: []corev1.Container{install}, Containers: []corev1.Container{c}, Volumes: vols}, 0)
 }
 
-// DeleteJob removes the backup's objects (snapshot and manifest).
+// DeleteJob removes the backup's objects (snapshot and manifest). It needs no key: a backup is
+// deleted even after its key Secret is gone.
 func DeleteJob(j Job) *batchv1.Job {
+	j.Storage.Encryption = nil
 	args := append([]string{"snapshot", "delete", "--backup-key=" + BackupKey(j.Key), "--result-file=" + resultFile}, storageArgs(j.Storage)...)
 	c := container("delete", j.Image, args, j.Storage)
 	return job(j, TaskDelete, corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: storageVolumes(j.Storage)}, 2)
@@ -138,6 +142,9 @@ func container(name, image string, args []string, s stewardv1.BackupStorage) cor
 	if s.Volume != nil {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "backup", MountPath: volumeDir})
 	}
+	if s.Encryption != nil {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "encryption-keys", MountPath: keysDir, ReadOnly: true})
+	}
 	return c
 }
 
@@ -154,6 +161,10 @@ func secretEnv(name, secret, key string, optional bool) corev1.EnvVar {
 
 // storageArgs are the destination flags of the snapshot subcommands.
 func storageArgs(s stewardv1.BackupStorage) []string {
+	var keys []string
+	if s.Encryption != nil {
+		keys = []string{"--encryption-keys-file=" + path.Join(keysDir, backupkey.KeyName(s.Encryption.KeySecretRef))}
+	}
 	switch {
 	case s.S3 != nil:
 		args := []string{"--s3-bucket=" + s.S3.Bucket, "--s3-region=" + s.S3.Region}
@@ -166,9 +177,9 @@ func storageArgs(s stewardv1.BackupStorage) []string {
 		if s.S3.CABundleSecretRef != nil {
 			args = append(args, "--s3-ca-file="+path.Join(s3CADir, caKey(s.S3.CABundleSecretRef)))
 		}
-		return args
+		return append(args, keys...)
 	case s.Volume != nil:
-		return []string{"--volume-dir=" + volumeDir}
+		return append([]string{"--volume-dir=" + volumeDir}, keys...)
 	}
 	return nil
 }
@@ -181,6 +192,9 @@ func storageVolumes(s stewardv1.BackupStorage) []corev1.Volume {
 	if s.Volume != nil {
 		vols = append(vols, corev1.Volume{Name: "backup", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.Volume.PersistentVolumeClaimName}}})
+	}
+	if e := s.Encryption; e != nil {
+		vols = append(vols, secretVolume("encryption-keys", e.KeySecretRef.Name, []string{backupkey.KeyName(e.KeySecretRef)}))
 	}
 	return vols
 }

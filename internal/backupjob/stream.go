@@ -31,8 +31,14 @@ type Stream struct {
 	TLS            *EtcdTLS
 	SegmentSeconds int32
 	SegmentMaxMiB  int32
-	Owner          *metav1.OwnerReference
+	// KeyID is the sealing key's public ID (backupkey.Check) when the destination is encrypted:
+	// on the Pod template, so a rotated key rolls the streamer, which reads its keys at start.
+	KeyID string
+	Owner *metav1.OwnerReference
 }
+
+// AnnotationKeyID on the streamer's Pod template is the key it seals with.
+const AnnotationKeyID = "etcd.steward.dev/encryption-key-id"
 
 // StreamName is the streamer Deployment's name.
 func StreamName(schedule string) string { return schedule + "-stream" }
@@ -71,7 +77,7 @@ func StreamDeployment(s Stream) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelStream: s.Schedule}},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: keyAnnotation(s.KeyID)},
 				Spec: corev1.PodSpec{
 					Containers: []corev1.Container{c}, Volumes: vols,
 					AutomountServiceAccountToken: ptr.To(false), EnableServiceLinks: ptr.To(false),
@@ -89,3 +95,10 @@ func StreamDeployment(s Stream) *appsv1.Deployment {
 }
 
 func intOrPort(p int) intstr.IntOrString { return intstr.FromInt32(int32(p)) }
+
+func keyAnnotation(keyID string) map[string]string {
+	if keyID == "" {
+		return nil
+	}
+	return map[string]string{AnnotationKeyID: keyID}
+}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/backupkey"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -37,6 +39,27 @@ type restoreSource struct {
 // resolveRestore reads spec.bootstrap.restore for a cluster that never formed. A formed cluster
 // never looks at it again: the restore happened (or the data is live) and must not happen twice.
 func (r *EtcdClusterReconciler) resolveRestore(ctx context.Context, ec *stewardv1.EtcdCluster) (*restoreSource, error) {
+	src, err := r.resolveRestoreSource(ctx, ec)
+	if err != nil || src == nil || src.hold != "" {
+		return src, err
+	}
+	// An encrypted destination's key must be there and parse before the seed is created: a
+	// missing Secret would leave it stuck mounting, with no word in status.
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	if _, err := backupkey.Check(ctx, reader, ec.Namespace, src.storage); err != nil {
+		var problem *backupkey.Problem
+		if !errors.As(err, &problem) {
+			return nil, err
+		}
+		src.hold = problem.Error()
+	}
+	return src, nil
+}
+
+func (r *EtcdClusterReconciler) resolveRestoreSource(ctx context.Context, ec *stewardv1.EtcdCluster) (*restoreSource, error) {
 	rs := restoreSpec(ec)
 	if rs == nil || ec.Status.ClusterID != "" {
 		return nil, nil
