@@ -102,6 +102,10 @@ func TestPointInTimeRestore(t *testing.T) {
 	t.Parallel()
 	ns := settledCluster(t, "src", 3, "")
 	dest, s3 := s3Storage(t, ns)
+	// Sealed under a key that is rotated mid-way: the chain spans both keys.
+	oldKey, newKey := ageIdentity(t), ageIdentity(t)
+	keySecret(t, ns, "pitr-key", oldKey)
+	dest.Encryption = &stewardv1.BackupEncryption{KeySecretRef: stewardv1.EncryptionKeyRef{Name: "pitr-key"}}
 	cl := clientFor(t, ns, "src")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -135,6 +139,9 @@ func TestPointInTimeRestore(t *testing.T) {
 		}
 	}
 	run(15 * time.Second)
+	keySecret(t, ns, "pitr-key", newKey, oldKey) // the operator rolls the streamer onto the new key
+	waitKeyID(t, ns, "pitr", newKey.Recipient().String())
+	run(10 * time.Second)
 	killStreamer(t, ns, "pitr")
 	run(10 * time.Second)
 	killOperator(t)
@@ -158,6 +165,8 @@ func TestPointInTimeRestore(t *testing.T) {
 	t.Logf("MEASURE continuous backup: %d write requests to revision %d, durable %d; %d segments, %d bytes (%.0f bytes a request)",
 		w.writes, end, durable.DurableRevision, segs, segBytes, float64(segBytes)/float64(w.writes))
 
+	checkSealed(t, s3, ns+"/src/", "/pitr/")
+
 	restoreTo := func(name string, p *stewardv1.PointInTimeSpec) *stewardv1.EtcdCluster {
 		took := restoredCluster(t, ns, name, 1, &stewardv1.RestoreSpec{PointInTime: p})
 		measure(t, "point-in-time restore of a 1-member cluster to settled ("+name+")", took)
@@ -180,22 +189,43 @@ func TestPointInTimeRestore(t *testing.T) {
 	}
 	compareKeyspace(t, "time", srcAtPause, keyspaceNow(t, clientFor(t, ns, "to-time")))
 
+	// Without the key: a key Secret that does not exist holds the restore (nothing created), one
+	// without the key that sealed the base fails the seed's fetch saying which key it needs.
+	otherDest := *dest.DeepCopy()
+	otherDest.Encryption.KeySecretRef.Name = "other-key"
+	baseSource := &stewardv1.RestoreSpec{Source: &stewardv1.RestoreSource{BackupStorage: otherDest, Key: base.Status.Key}}
+	create(t, newCluster(ns, "no-key", 1, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: baseSource} }))
+	waitRestoredCondition(t, ns, "no-key", "RestoreRefused", `"other-key" does not exist`)
+	noPods(t, ns, "no-key")
+	keySecret(t, ns, "other-key", ageIdentity(t))
+	waitRestoredCondition(t, ns, "no-key", "RestoreFailed", oldKey.Recipient().String())
+
 	// Outside the restorable range: held with the ranges, nothing created.
 	bad := newCluster(ns, "too-early", 1, "", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{
 			ScheduleName: "pitr", Revision: ptr.To[int64](2)}}}
 	})
 	create(t, bad)
-	f.WaitFor(t, ns, "a revision before the base held", time.Minute, func(ctx context.Context) (bool, error) {
-		ec, err := get(ctx, ns, "too-early")
+	waitRestoredCondition(t, ns, "too-early", "RestoreRefused", "not restorable")
+	noPods(t, ns, "too-early")
+}
+
+func waitRestoredCondition(t *testing.T, ns, name, reason, says string) {
+	t.Helper()
+	f.WaitFor(t, ns, name+": Restored "+reason, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, name)
 		if err != nil {
 			return false, err
 		}
 		c := condition(ec, "Restored")
-		return strings.Contains(c, "RestoreRefused") && strings.Contains(c, "not restorable"), fmt.Errorf("Restored: %s", c)
+		return strings.Contains(c, reason) && strings.Contains(c, says), fmt.Errorf("Restored: %s", c)
 	})
+}
+
+func noPods(t *testing.T, ns, cluster string) {
+	t.Helper()
 	var pods corev1.PodList
-	if err := f.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{stewardv1.LabelCluster: "too-early"}); err != nil || len(pods.Items) != 0 {
+	if err := f.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{stewardv1.LabelCluster: cluster}); err != nil || len(pods.Items) != 0 {
 		t.Errorf("a held restore created %d Pods (%v)", len(pods.Items), err)
 	}
 }

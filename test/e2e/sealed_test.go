@@ -1,0 +1,93 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/encryption"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+func ageIdentity(t *testing.T) *age.X25519Identity {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// keySecret writes the Secret name (keys.txt: the identities, the first sealing), as a user does
+// with `kubectl create secret generic NAME --from-file=keys.txt`.
+func keySecret(t *testing.T, ns, name string, ids ...*age.X25519Identity) {
+	t.Helper()
+	var text strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&text, "# public key: %s\n%s\n", id.Recipient(), id)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{"keys.txt": []byte(text.String())}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.Client.Update(ctx, sec); err != nil {
+		if err := f.Client.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitKeyID waits for the schedule's streamer to report sealing under keyID.
+func waitKeyID(t *testing.T, ns, schedule, keyID string) {
+	t.Helper()
+	f.WaitFor(t, ns, "the streamer on key "+keyID, time.Minute, func(ctx context.Context) (bool, error) {
+		var s stewardv1.EtcdBackupSchedule
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: schedule}, &s); err != nil {
+			return false, err
+		}
+		if s.Status.Continuous == nil {
+			return false, fmt.Errorf("no status.continuous")
+		}
+		return s.Status.Continuous.KeyID == keyID, fmt.Errorf("key %q", s.Status.Continuous.KeyID)
+	})
+}
+
+// checkSealed reads every object under prefix raw: each but the manifests is age's and shows no
+// key of the keyspace (plain, a segment holds its keys in the clear).
+func checkSealed(t *testing.T, s3 *framework.S3, prefix, keyspace string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	objs, err := s3.List(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := 0
+	for _, o := range objs {
+		if strings.HasSuffix(o.Key, "/manifest.json") {
+			continue
+		}
+		b, err := s3.Get(ctx, o.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !encryption.Sealed(b) || bytes.Contains(b, []byte(keyspace)) {
+			t.Errorf("%s is not sealed: %q", o.Key, b[:min(len(b), 40)])
+		}
+		sealed++
+	}
+	t.Logf("%d objects under %s read raw: all sealed", sealed, prefix)
+	if sealed < 2 {
+		t.Errorf("only %d objects under %s", sealed, prefix)
+	}
+}
