@@ -66,6 +66,26 @@ type BackupSummary struct {
 	// is pending or failed: more recent data, not known to restore.
 	// +optional
 	NewerUnverified *BackupRef `json:"newerUnverified,omitempty"`
+	// continuous is the continuous backup of the schedule that streams this cluster (the
+	// schedule's status.continuous has the whole of it).
+	// +optional
+	Continuous *ContinuousSummary `json:"continuous,omitempty"`
+}
+
+// ContinuousSummary is how far a cluster's continuous backup has got.
+type ContinuousSummary struct {
+	Schedule string `json:"schedule"`
+	// durableRevision and durableTime: the newest revision stored, and its stamp.
+	// +optional
+	DurableRevision int64 `json:"durableRevision,omitempty"`
+	// +optional
+	DurableTime *metav1.Time `json:"durableTime,omitempty"`
+	// lagRevisions: revisions the watched member has that are not stored yet.
+	// +optional
+	LagRevisions int64 `json:"lagRevisions,omitempty"`
+	// reportedAt is when the streamer was last heard from.
+	// +optional
+	ReportedAt *metav1.Time `json:"reportedAt,omitempty"`
 }
 
 // RestoreStatus records where a restored cluster's data came from.

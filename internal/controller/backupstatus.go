@@ -60,9 +60,19 @@ func (r *EtcdClusterReconciler) setBackupStatus(ctx context.Context, ec *steward
 	}
 	var sched *stewardv1.EtcdBackupSchedule
 	for i := range schedules.Items {
-		if s := &schedules.Items[i]; s.Spec.Template.ClusterName == ec.Name && !s.Spec.Suspend && s.DeletionTimestamp == nil {
+		s := &schedules.Items[i]
+		if s.Spec.Template.ClusterName != ec.Name || s.Spec.Suspend || s.DeletionTimestamp != nil {
+			continue
+		}
+		if sched == nil {
 			sched = s
-			break
+		}
+		if c := s.Status.Continuous; s.Spec.Continuous != nil && c != nil {
+			if ec.Status.Backup == nil {
+				ec.Status.Backup = &stewardv1.BackupSummary{}
+			}
+			ec.Status.Backup.Continuous = &stewardv1.ContinuousSummary{Schedule: s.Name, DurableRevision: c.DurableRevision,
+				DurableTime: c.DurableTime, LagRevisions: c.LagRevisions, ReportedAt: c.ReportedAt}
 		}
 	}
 	if sched == nil {

@@ -162,3 +162,35 @@ func lastSuccessful(ctx context.Context, ec *stewardv1.EtcdCluster, want string)
 	}
 	return nil
 }
+
+// The cluster's status.backup.continuous follows its streaming schedule's status.continuous: what
+// the continuous-backup metrics and alert read.
+func TestClusterSummarizesItsContinuousBackup(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ec := createCluster(t, ns)
+	s := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "pitr", Namespace: ns},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", Continuous: &stewardv1.ContinuousBackupSpec{},
+			Template: stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: stewardv1.BackupStorage{S3: &stewardv1.S3Storage{Bucket: "b",
+				CredentialsSecretRef: stewardv1.S3CredentialsRef{Name: "s3"}}}}}}
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	durable := metav1.NewTime(time.Unix(1800000000, 0))
+	s.Status.Continuous = &stewardv1.ContinuousBackupStatus{DurableRevision: 90, HeadRevision: 95, LagRevisions: 5, DurableTime: &durable, ReportedAt: &durable}
+	if err := env.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "status.backup.continuous", func() error {
+		var got stewardv1.EtcdCluster
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), &got); err != nil {
+			return err
+		}
+		b := got.Status.Backup
+		if b == nil || b.Continuous == nil || b.Continuous.Schedule != "pitr" || b.Continuous.DurableRevision != 90 ||
+			b.Continuous.LagRevisions != 5 || b.Continuous.DurableTime == nil || !b.Continuous.DurableTime.Equal(&durable) {
+			return fmt.Errorf("status.backup %+v", b)
+		}
+		return nil
+	})
+}

@@ -55,12 +55,16 @@ var (
 	CAExpiry           = Def{"steward_ca_expiry_timestamp_seconds", Gauge, "notAfter of the cluster's CA.", withLabels()}
 	BackupLastSuccess  = Def{"steward_backup_last_success_timestamp_seconds", Gauge, "When the newest successful backup of the cluster completed.", withLabels()}
 	BackupLastRevision = Def{"steward_backup_last_success_revision", Gauge, "The etcd revision of the newest successful backup.", withLabels()}
+	ContinuousDurable  = Def{"steward_continuous_backup_durable_timestamp_seconds", Gauge, "The stamp of the newest revision the continuous backup stored (status.backup.continuous.durableTime).", withLabels()}
+	ContinuousLag      = Def{"steward_continuous_backup_lag_revisions", Gauge, "Revisions the watched member has that the continuous backup has not stored yet: what a loss now would cost.", withLabels()}
+	ContinuousReported = Def{"steward_continuous_backup_report_timestamp_seconds", Gauge, "When the continuous backup's streamer was last heard from.", withLabels()}
 	BackupReady        = Def{"steward_backup_ready", Gauge, "Condition BackupReady (a schedule targets the cluster): 0 when the newest successful backup is older than twice the schedule's interval or the last one failed.", withLabels()}
 )
 
 // Catalog is every metric, in the order docs/metrics.md lists them.
 var Catalog = []Def{Members, QuorumHealthy, Unreachable, Leader, LeaderChanges, PlacementAtRisk, RolloutPending, StepSeconds, Actions, Disruptions,
-	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady, APIRequests}
+	GateFailures, DBSize, DBSizeInUse, QuotaUsed, Alarm, CertificateExpiry, CAExpiry, BackupLastSuccess, BackupLastRevision, BackupReady,
+	ContinuousDurable, ContinuousLag, ContinuousReported, APIRequests}
 
 // WriteDoc writes docs/metrics.md from the catalog.
 func WriteDoc(w io.Writer) error {

@@ -193,6 +193,15 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 			}
 			emit(BackupLastRevision, float64(last.Revision))
 		}
+		if c := s.Backup; c != nil && c.Continuous != nil {
+			if t := c.Continuous.DurableTime; t != nil {
+				emit(ContinuousDurable, float64(t.Unix()))
+			}
+			if t := c.Continuous.ReportedAt; t != nil {
+				emit(ContinuousReported, float64(t.Unix()))
+			}
+			emit(ContinuousLag, float64(c.Continuous.LagRevisions))
+		}
 	}
 }
 

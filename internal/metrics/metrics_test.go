@@ -43,7 +43,9 @@ func status(leader string) *stewardv1.EtcdClusterStatus {
 		Rollout: &stewardv1.RolloutStatus{Member: "db-1", Pending: []string{"db-0"}},
 		TLS:     &stewardv1.TLSStatus{CANotAfter: ptr.To(metav1.NewTime(time.Unix(2000000000, 0)))},
 		Backup: &stewardv1.BackupSummary{LastSuccessfulBackup: &stewardv1.BackupRef{Name: "b", Revision: 42,
-			Time: ptr.To(metav1.NewTime(time.Unix(1800000000, 0)))}},
+			Time: ptr.To(metav1.NewTime(time.Unix(1800000000, 0)))},
+			Continuous: &stewardv1.ContinuousSummary{Schedule: "s", DurableRevision: 90, LagRevisions: 3,
+				DurableTime: ptr.To(metav1.NewTime(time.Unix(1800000100, 0))), ReportedAt: ptr.To(metav1.NewTime(time.Unix(1800000105, 0)))}},
 	}
 }
 
@@ -200,6 +202,30 @@ steward_backup_last_success_revision{cluster="db",namespace="ns"} 57
 steward_backup_last_success_timestamp_seconds{cluster="db",namespace="ns"} 1.8000036e+09
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), BackupLastRevision.Name, BackupLastSuccess.Name); err != nil {
+		t.Error(err)
+	}
+}
+
+// The continuous backup's figures come from status.backup.continuous.
+func TestContinuousBackupMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Observe("ns", "db", status("db-0"))
+	expected := `
+# HELP steward_continuous_backup_durable_timestamp_seconds The stamp of the newest revision the continuous backup stored (status.backup.continuous.durableTime).
+# TYPE steward_continuous_backup_durable_timestamp_seconds gauge
+steward_continuous_backup_durable_timestamp_seconds{cluster="db",namespace="ns"} 1.8000001e+09
+# HELP steward_continuous_backup_lag_revisions Revisions the watched member has that the continuous backup has not stored yet: what a loss now would cost.
+# TYPE steward_continuous_backup_lag_revisions gauge
+steward_continuous_backup_lag_revisions{cluster="db",namespace="ns"} 3
+# HELP steward_continuous_backup_report_timestamp_seconds When the continuous backup's streamer was last heard from.
+# TYPE steward_continuous_backup_report_timestamp_seconds gauge
+steward_continuous_backup_report_timestamp_seconds{cluster="db",namespace="ns"} 1.800000105e+09
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), ContinuousDurable.Name, ContinuousLag.Name, ContinuousReported.Name); err != nil {
 		t.Error(err)
 	}
 }
