@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"path"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -147,6 +148,18 @@ func TestPointInTimeRestore(t *testing.T) {
 	killOperator(t)
 	run(10 * time.Second)
 
+	// Every member rolled (the streamer's watch goes through the client Service, so the member it
+	// watches restarts under it) while the object store is out of the streamer's reach for a
+	// minute: the chain still holds every revision, one range, no hole.
+	update(t, ns, "src", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"}
+	})
+	storeCut := cutStreamerFromStore(t, ns, "pitr", s3)
+	run(60 * time.Second)
+	storeCut.heal()
+	waitRolled(t, ns, "src", 3)
+	run(5 * time.Second)
+
 	// A pause in the writes: the time restored is inside it, so exactly one revision answers it.
 	paused := w.last
 	time.Sleep(1500 * time.Millisecond)
@@ -155,6 +168,9 @@ func TestPointInTimeRestore(t *testing.T) {
 	run(10 * time.Second)
 	end, lastWrite := w.last, time.Now()
 	durable := waitDurable(t, ns, "pitr", end, 2*time.Minute)
+	if durable.Hole != "" || len(durable.Restorable) != 1 || durable.Restorable[0].FromRevision != base.Status.Revision {
+		t.Errorf("after the faults: restorable %+v, hole %q; want one range from the base's revision %d", durable.Restorable, durable.Hole, base.Status.Revision)
+	}
 	t.Logf("MEASURE continuous backup: the last write durable in status %.1fs after it (segments of 2 s, status read every 10 s); streaming for %.0fs",
 		time.Since(lastWrite).Seconds(), time.Since(streamStarted).Seconds())
 
@@ -208,6 +224,34 @@ func TestPointInTimeRestore(t *testing.T) {
 	create(t, bad)
 	waitRestoredCondition(t, ns, "too-early", "RestoreRefused", "not restorable")
 	noPods(t, ns, "too-early")
+	beforeBase := &metav1.Time{Time: base.Status.CompletionTime.Add(-time.Hour)}
+	create(t, newCluster(ns, "too-early-time", 1, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{
+			ScheduleName: "pitr", Time: beforeBase}}}
+	}))
+	waitRestoredCondition(t, ns, "too-early-time", "RestoreRefused", "before the first base")
+	noPods(t, ns, "too-early-time")
+
+	// A segment cut short in the store: the restore that needs it fails naming it, never a
+	// shorter history.
+	objs, err := s3.List(context.Background(), ns+"/src/"+segment.Dir+"/")
+	if err != nil || len(objs) == 0 {
+		t.Fatalf("listing segments: %d, %v", len(objs), err)
+	}
+	last := objs[len(objs)-1].Key
+	b, err := s3.Get(context.Background(), last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Put(context.Background(), last, b[:len(b)/2]); err != nil {
+		t.Fatal(err)
+	}
+	lastRev := w.last
+	create(t, newCluster(ns, "truncated", 1, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{
+			ScheduleName: "pitr", Revision: ptr.To(lastRev)}}}
+	}))
+	waitRestoredCondition(t, ns, "truncated", "RestoreFailed", path.Base(last))
 }
 
 func waitRestoredCondition(t *testing.T, ns, name, reason, says string) {

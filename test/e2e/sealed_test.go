@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
@@ -90,4 +92,37 @@ func checkSealed(t *testing.T, s3 *framework.S3, prefix, keyspace string) {
 	if sealed < 2 {
 		t.Errorf("only %d objects under %s", sealed, prefix)
 	}
+}
+
+// cutStreamerFromStore drops the schedule's streamer's packets to the object store (heal ends it):
+// the store down, as the streamer sees it, while the rest of the suite keeps its store.
+func cutStreamerFromStore(t *testing.T, ns, schedule string, s3 *framework.S3) *cut {
+	t.Helper()
+	u, err := url.Parse(s3.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := f.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{backupjob.LabelStream: schedule}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		pids, err := containerPIDs(p, "stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &cut{pid: pids[0], rules: [][]string{{"OUTPUT", "-d", u.Hostname(), "-j", "DROP"}}}
+		if err := c.apply(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.heal)
+		t.Logf("streamer %s cut from the store at %s", p.Name, u.Hostname())
+		return c
+	}
+	t.Fatal("no running streamer Pod to cut from the store")
+	return nil
 }
