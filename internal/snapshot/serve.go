@@ -17,8 +17,9 @@ import (
 
 // serve starts etcd on the restored data directory, isolated on loopback (no TLS, no peers; the
 // member list holds only itself), waits until it answers a linearizable read, and returns the
-// revision it serves and how many keys it holds. The process is stopped before returning.
-func (d *drill) serve(ctx context.Context, data, peer, client string) (rev, keys int64, err error) {
+// revision it serves and how many keys it holds, after handing a client to serving (the
+// point-in-time drill compares the keyspace). The process is stopped before returning.
+func (d *drill) serve(ctx context.Context, data, peer, client string, serving func(*clientv3.Client)) (rev, keys int64, err error) {
 	logPath := filepath.Join(d.dir, "etcd.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -52,6 +53,7 @@ func (d *drill) serve(ctx context.Context, data, peer, client string) (rev, keys
 		resp, err := cli.Get(rctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
 		cancel()
 		if err == nil {
+			serving(cli)
 			return resp.Header.Revision, resp.Count, nil
 		}
 		select {

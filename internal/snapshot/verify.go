@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/objstore"
 )
@@ -33,7 +35,13 @@ type VerifyOptions struct {
 	StartTimeout time.Duration
 	// Keys open a sealed backup (FetchOptions.Keys): a drill decrypts as a restore does.
 	Keys *encryption.Keyring
-	Logf func(format string, args ...any)
+	// Fetch, if set, writes the snapshot to drill to path instead of fetching key: the
+	// point-in-time drill replays a chain to a revision.
+	Fetch func(ctx context.Context, path string) (FetchResult, error)
+	// Compare, if set, reads the restored member while it serves; a failed string fails the drill
+	// (stage content), a note goes into its message.
+	Compare func(ctx context.Context, restored *clientv3.Client) (note, failed string)
+	Logf    func(format string, args ...any)
 }
 
 // VerifyResult is the drill's outcome.
@@ -105,7 +113,13 @@ func failed(stage string, format string, args ...any) VerifyResult {
 
 func (d *drill) run(ctx context.Context, store objstore.Store, key string) VerifyResult {
 	file := filepath.Join(d.dir, "snapshot.db")
-	fr, err := Fetch(ctx, store, key, file, FetchOptions{ExpectSHA256: d.opts.ExpectSHA256, MaxMinor: d.opts.MaxMinor, Keys: d.opts.Keys, Logf: d.opts.Logf})
+	fetch := d.opts.Fetch
+	if fetch == nil {
+		fetch = func(ctx context.Context, path string) (FetchResult, error) {
+			return Fetch(ctx, store, key, path, FetchOptions{ExpectSHA256: d.opts.ExpectSHA256, MaxMinor: d.opts.MaxMinor, Keys: d.opts.Keys, Logf: d.opts.Logf})
+		}
+	}
+	fr, err := fetch(ctx, file)
 	if err != nil {
 		return failed("fetch", "%v", err)
 	}
@@ -143,12 +157,22 @@ func (d *drill) run(ctx context.Context, store objstore.Store, key string) Verif
 		return res
 	}
 
-	served, keys, err := d.serve(ctx, data, peer, client)
+	var live contentCheck
+	served, keys, err := d.serve(ctx, data, peer, client, func(cli *clientv3.Client) {
+		if d.opts.Compare != nil {
+			live.note, live.failed = d.opts.Compare(ctx, cli)
+		}
+	})
 	if err != nil {
 		return failed("start", "%v", err)
 	}
 	res.Revision, res.Keys = served, keys
+	if live.note != "" {
+		content.note += "; " + live.note
+	}
 	switch {
+	case live.failed != "":
+		res.Stage, res.Message = "content", live.failed
 	case served != res.ExpectedRevision:
 		res.Stage, res.Message = "revision", fmt.Sprintf("the restored member serves revision %d, expected %d", served, res.ExpectedRevision)
 	case d.opts.Bump > 0 && served <= res.SnapshotRevision:

@@ -127,6 +127,10 @@ type verifyCmd struct {
 	expectSHA256, maxMinor string
 	etcd, etcdutl, workDir string
 	bump                   int64
+	// The point-in-time drill: the chain, the target, and the live cluster to compare with.
+	pitr   pointInTime
+	random bool
+	live   etcdFlags
 }
 
 func (c *verifyCmd) bind(fs *flag.FlagSet) {
@@ -138,9 +142,22 @@ func (c *verifyCmd) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.etcdutl, "etcdutl", "etcdutl", "etcdutl binary to restore with")
 	fs.StringVar(&c.workDir, "work-dir", os.TempDir(), "directory for the snapshot and the restored data (twice the database)")
 	fs.Int64Var(&c.bump, "bump-revision", 1_000_000_000, "etcdutl snapshot restore --bump-revision, as a real restore")
+	c.pitr.bind(fs)
+	fs.BoolVar(&c.random, "to-random-revision", false, "with --pitr-prefix: drill a random revision of the restorable range that the live cluster (--endpoint) still holds")
+	c.live.bind(fs)
 }
 
 func (c *verifyCmd) run(ctx context.Context, env func(string) string, logf func(string, ...any)) (map[string]any, error) {
+	if c.pitr.prefix != "" {
+		store, err := c.dest.store(env)
+		if err != nil {
+			return nil, err
+		}
+		return c.verifyPointInTime(ctx, store, logf)
+	}
+	if c.random || c.pitr.set() || c.live.endpoint != "" {
+		return nil, usageError("--to-revision, --to-time, --to-random-revision and --endpoint are for the point-in-time drill: give --pitr-prefix")
+	}
 	key, err := c.ref.resolve()
 	if err != nil {
 		return nil, err

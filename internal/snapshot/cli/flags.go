@@ -120,7 +120,7 @@ type etcdFlags struct {
 }
 
 func (e *etcdFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&e.endpoint, "endpoint", "", "client URL of the one member to snapshot (https://10.0.0.5:2379)")
+	fs.StringVar(&e.endpoint, "endpoint", "", "client URL of one member (https://10.0.0.5:2379): save snapshots it, stream watches it, a point-in-time verify compares with it")
 	fs.StringVar(&e.cacert, "cacert", "", "CA bundle (PEM) the member's certificate must chain to; the host name is not checked, as members are dialled by Pod IP")
 	fs.StringVar(&e.cert, "cert", "", "client certificate (PEM) to present")
 	fs.StringVar(&e.key, "key", "", "the client certificate's private key (PEM)")

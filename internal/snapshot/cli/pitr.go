@@ -78,35 +78,58 @@ func (c *fetchCmd) fetchPointInTime(ctx context.Context, store objstore.Store, l
 	if err != nil {
 		return nil, err
 	}
+	ch := chain{store: store, keys: c.dest.keys, prefix: c.pitr.prefix, maxMinor: c.maxMinor, logf: logf}
+	out, _, err := ch.replayTo(ctx, bases, segs, rev, c.out)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range out {
+		res[k] = v
+	}
+	return res, nil
+}
+
+// chain is one cluster's backups and segments in a store.
+type chain struct {
+	store    objstore.Store
+	keys     *encryption.Keyring
+	prefix   string
+	maxMinor string
+	logf     func(string, ...any)
+}
+
+// replayTo writes to out the snapshot at rev: the newest base at or before it, fetched and checked
+// as any backup, with the segments after it replayed up to rev. It returns the result's fields.
+func (ch chain) replayTo(ctx context.Context, bases []pitr.Base, segs []pitr.Segment, rev int64, out string) (map[string]any, replay.Result, error) {
 	plan, err := pitr.ForRevision(bases, segs, rev)
 	if err != nil {
-		return nil, err
+		return nil, replay.Result{}, err
 	}
-	logf("restoring revision %d: base %s (revision %d), %d revisions from %d segments", rev, plan.Base.Name,
+	ch.logf("restoring revision %d: base %s (revision %d), %d revisions from %d segments", rev, plan.Base.Name,
 		plan.Base.Revision, plan.Replayed(), len(plan.Segments))
-	work := c.out + ".pitr"
-	fr, err := snapshot.Fetch(ctx, store, c.pitr.prefix+"/"+plan.Base.Name, work, snapshot.FetchOptions{MaxMinor: c.maxMinor, Keys: c.dest.keys, Logf: logf})
+	work := out + ".pitr"
+	fr, err := snapshot.Fetch(ctx, ch.store, ch.prefix+"/"+plan.Base.Name, work, snapshot.FetchOptions{MaxMinor: ch.maxMinor, Keys: ch.keys, Logf: ch.logf})
 	if err != nil {
-		return nil, err
+		return nil, replay.Result{}, err
 	}
-	chain := segstore.NewChain(ctx, store, c.dest.keys, plan)
-	defer func() { _ = chain.Close() }()
+	segments := segstore.NewChain(ctx, ch.store, ch.keys, plan)
+	defer func() { _ = segments.Close() }()
 	start := time.Now()
-	rr, err := replay.Snapshot(ctx, work, chain, replay.Options{To: rev})
+	rr, err := replay.Snapshot(ctx, work, segments, replay.Options{To: rev})
 	if err != nil {
 		_ = os.Remove(work)
-		return nil, fmt.Errorf("replaying onto base %s: %w", plan.Base.Name, err)
+		return nil, rr, fmt.Errorf("replaying onto base %s: %w", plan.Base.Name, err)
 	}
 	took := time.Since(start)
-	if err := os.Rename(work, c.out); err != nil {
-		return nil, err
+	if err := os.Rename(work, out); err != nil {
+		return nil, rr, err
 	}
-	logf("replayed revisions %d-%d (%d events) in %s", rr.From+1, rr.To, rr.Events, took.Round(time.Millisecond))
-	res["skipped"], res["path"], res["base"], res["baseRevision"] = false, c.out, plan.Base.Name, plan.Base.Revision
-	res["revision"], res["replayed"], res["events"] = rr.To, rr.Revisions, rr.Events
-	res["leasesGranted"], res["leasesUnknownTTL"], res["replaySeconds"] = rr.LeasesGranted, rr.LeasesUnknownTTL, took.Seconds()
+	ch.logf("replayed revisions %d-%d (%d events) in %s", rr.From+1, rr.To, rr.Events, took.Round(time.Millisecond))
+	res := map[string]any{"skipped": false, "path": out, "base": plan.Base.Name, "baseRevision": plan.Base.Revision,
+		"revision": rr.To, "replayed": rr.Revisions, "events": rr.Events,
+		"leasesGranted": rr.LeasesGranted, "leasesUnknownTTL": rr.LeasesUnknownTTL, "replaySeconds": took.Seconds()}
 	if fr.Manifest != nil {
 		res["clusterID"], res["etcdVersion"] = fr.Manifest.ClusterID, fr.Manifest.EtcdVersion
 	}
-	return res, nil
+	return res, rr, nil
 }

@@ -112,6 +112,27 @@ func TestSealedSaveStreamFetchVerify(t *testing.T) {
 	if verify.code != 0 || verify.result["verified"] != true {
 		t.Errorf("verify with a rotated keyring: exit %d, %s\n%s", verify.code, verify.raw, verify.stderr)
 	}
+	// The chain's drill: a random revision, replayed, restored and compared whole with the live
+	// cluster at that revision; against another cluster the same drill fails.
+	drill := func(endpoint string) run {
+		return runCLI(t, env, "verify", "--volume-dir", vol, "--pitr-prefix", "ns/db", "--to-random-revision", "--endpoint", endpoint,
+			"--etcd", snaptest.Etcd(t), "--etcdutl", snaptest.Etcdutl(t), "--work-dir", t.TempDir(), "--encryption-keys-file", rotated)
+	}
+	d := drill(c.Members[0].ClientURL)
+	if target := num(t, d, "targetRevision"); d.code != 0 || d.result["verified"] != true || target <= num(t, save, "revision") || target > last {
+		t.Errorf("chain drill: exit %d, %s\n%s", d.code, d.raw, d.stderr)
+	}
+	elsewhere := etcdtest.Start(t, 1)
+	otherCli, err := clientv3.New(clientv3.Config{Endpoints: elsewhere.ClientURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = otherCli.Close() }()
+	snaptest.Fill(ctx, t, otherCli, "/other/", int(last)+10, 10) // past every revision of the chain
+	if d := drill(elsewhere.Members[0].ClientURL); d.code == 0 || !strings.Contains(fmt.Sprint(d.result["error"]), "the source's at revision") {
+		t.Errorf("chain drill against another cluster: exit %d, %s", d.code, d.raw)
+	}
+
 	for _, tc := range []struct {
 		name string
 		keys []string
