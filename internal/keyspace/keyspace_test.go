@@ -60,7 +60,7 @@ func TestDigest(t *testing.T) {
 
 	// Changes after the revision do not touch the digest read at it; each changes the head's.
 	for _, change := range []func() error{
-		func() error { _, err := cli.Put(ctx, "k05", "other"); return err },              // value
+		func() error { _, err := cli.Put(ctx, "k05", "other"); return err },                // value
 		func() error { _, err := cli.Put(ctx, "k06", strings.Repeat("v", 6)); return err }, // same value: mod revision, version
 		func() error { _, err := cli.Delete(ctx, "k07"); return err },
 		func() error { _, err := cli.Put(ctx, "leased", "x"); return err }, // the lease dropped
