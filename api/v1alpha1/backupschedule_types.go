@@ -31,7 +31,9 @@ type EtcdBackupScheduleSpec struct {
 	// +kubebuilder:default={}
 	Retention BackupRetention `json:"retention,omitempty"`
 	// verify restores each new backup into a throwaway, network-isolated etcd and checks it;
-	// a backup that fails verification sets BackupReady=False.
+	// a backup that fails verification sets BackupReady=False. With continuous, each new backup
+	// also starts a drill of the chain (status.continuous.lastDrill): a random restorable revision
+	// replayed, restored and compared key for key with the live cluster at that revision.
 	// +optional
 	Verify bool `json:"verify,omitempty"`
 	// continuous streams every revision between backups into the destination, so a restore can

@@ -57,6 +57,28 @@ type ContinuousBackupStatus struct {
 	// reportedAt is when the streamer was last heard from.
 	// +optional
 	ReportedAt *metav1.Time `json:"reportedAt,omitempty"`
+	// lastDrill is the last drill of the chain (spec.verify with continuous: one per new base).
+	// +optional
+	LastDrill *ChainDrill `json:"lastDrill,omitempty"`
+}
+
+// ChainDrill is the result of a point-in-time drill: a random revision of the restorable range
+// that the live cluster still holds, replayed, restored into a throwaway etcd, and its whole
+// keyspace compared with the live cluster's at that revision.
+type ChainDrill struct {
+	// base is the backup whose arrival started the drill.
+	Base string `json:"base"`
+	// time the drill finished.
+	Time metav1.Time `json:"time"`
+	// revision restored and compared (0 when the drill failed before choosing one).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// verified: the restored keyspace equals the live cluster's at revision.
+	Verified bool `json:"verified"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	DurationSeconds int64 `json:"durationSeconds,omitempty"`
 }
 
 // RestorableRange is a run of revisions a restore can reach, and the times they were stamped.

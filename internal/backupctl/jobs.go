@@ -57,13 +57,19 @@ var startFailures = []string{"CreateContainerConfigError", "CreateContainerError
 	"ImagePullBackOff", "InvalidImageName"}
 
 func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (outcome, error) {
+	return readJob(ctx, r.Client, r.APIReader, ns, name)
+}
+
+// readJob reads a Job's outcome: cached reads first, live ones (live) for its Pods and to tell a
+// Job just created from one that is gone.
+func readJob(ctx context.Context, cached client.Client, live client.Reader, ns, name string) (outcome, error) {
 	var job batchv1.Job
 	key := client.ObjectKey{Namespace: ns, Name: name}
-	err := r.Client.Get(ctx, key, &job)
+	err := cached.Get(ctx, key, &job)
 	if apierrors.IsNotFound(err) {
 		// The cache may not have seen a Job created a moment ago: only the API server can say
 		// it is gone.
-		err = r.APIReader.Get(ctx, key, &job)
+		err = live.Get(ctx, key, &job)
 	}
 	if apierrors.IsNotFound(err) {
 		return outcome{missing: true}, nil
@@ -71,7 +77,7 @@ func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (out
 		return outcome{}, err
 	}
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"job-name": name}); err != nil {
+	if err := live.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"job-name": name}); err != nil {
 		return outcome{}, err
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
@@ -103,7 +109,7 @@ func (r *BackupReconciler) jobOutcome(ctx context.Context, ns, name string) (out
 	for _, p := range pods.Items {
 		for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 			if w := s.State.Waiting; w != nil && slices.Contains(startFailures, w.Reason) {
-				_ = r.Client.Delete(ctx, &job, client.PropagationPolicy("Background"))
+				_ = cached.Delete(ctx, &job, client.PropagationPolicy("Background"))
 				return outcome{failed: fmt.Sprintf("the %s Pod cannot start: %s: %s", job.Labels[stewardv1.LabelBackupTask], w.Reason, w.Message)}, nil
 			}
 		}
@@ -141,8 +147,9 @@ type result struct {
 	Compression string `json:"compression,omitempty"`
 	Location    string `json:"location,omitempty"`
 	Key         string `json:"key,omitempty"`
-	// The restore drill's fields.
+	// The restore drill's fields (targetRevision: the chain drill's).
 	Verified        bool    `json:"verified,omitempty"`
+	TargetRevision  int64   `json:"targetRevision,omitempty"`
 	DurationSeconds float64 `json:"durationSeconds,omitempty"`
 	Message         string  `json:"message,omitempty"`
 }

@@ -34,6 +34,8 @@ type ScheduleReconciler struct {
 	Image func(ctx context.Context) (string, error)
 	// Progress reads a streamer's report (HTTPProgress when nil).
 	Progress ReadProgress
+	// EtcdImageRepository is where the chain drill's etcd image comes from (the cluster's own).
+	EtcdImageRepository string
 }
 
 func (r *ScheduleReconciler) now() time.Time {
@@ -96,6 +98,9 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	wantBase, err := r.reconcileStream(ctx, &s, &ec, backups)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.reconcileDrill(ctx, &s, &ec); err != nil {
 		return ctrl.Result{}, err
 	}
 	if wantBase && active == "" {

@@ -39,6 +39,12 @@ func (p *fakeProgress) read(_ context.Context, _ *corev1.Pod) (streamer.Report, 
 	return *p.rep, nil
 }
 
+func (p *fakeProgress) set(rep streamer.Report) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rep = &rep
+}
+
 // A schedule with spec.continuous runs one streamer Deployment for a formed cluster, copies its
 // report into status.continuous, takes a base at once after a hole, and removes the streamer when
 // continuous is turned off.

@@ -19,6 +19,7 @@ import (
 const (
 	TaskSave   = "save"
 	TaskVerify = "verify"
+	TaskDrill  = "drill"
 	TaskDelete = "delete"
 )
 
@@ -69,13 +70,25 @@ func SaveJob(j Job, endpoint string, tls *EtcdTLS, compression stewardv1.BackupC
 // VerifyJob is the restore drill: the Steward binary is copied into an etcd image, which restores
 // the snapshot into a throwaway etcd bound to loopback and checks its revision and hash.
 func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
+	args := []string{"snapshot", "verify", "--backup-key=" + BackupKey(j.Key), "--expect-sha256=" + sha256}
+	return drillJob(j, TaskVerify, etcdImage, args, bump, nil)
+}
+
+// ChainDrillJob drills a schedule's chain (j.Key is the cluster's key, ClusterKey): a random
+// revision the live cluster still holds, replayed and restored as VerifyJob restores, its whole
+// keyspace compared with the live cluster's (endpoint, the client Service) at that revision.
+func ChainDrillJob(j Job, etcdImage, endpoint string, tls *EtcdTLS, bump int64) *batchv1.Job {
+	args := []string{"snapshot", "verify", "--pitr-prefix=" + j.Key, "--to-random-revision", "--endpoint=" + endpoint}
+	return drillJob(j, TaskDrill, etcdImage, args, bump, tls)
+}
+
+func drillJob(j Job, task, etcdImage string, args []string, bump int64, tls *EtcdTLS) *batchv1.Job {
 	install := container("install", j.Image, []string{"install-self", toolsDir + "/steward"}, stewardv1.BackupStorage{})
 	install.VolumeMounts = []corev1.VolumeMount{{Name: "tools", MountPath: toolsDir}}
-	args := []string{"snapshot", "verify", "--backup-key=" + BackupKey(j.Key), "--expect-sha256=" + sha256,
-		"--bump-revision=" + strconv.FormatInt(bump, 10), "--work-dir=" + workDir,
-		"--etcd=/usr/local/bin/etcd", "--etcdutl=/usr/local/bin/etcdutl", "--result-file=" + resultFile}
+	args = append(args, "--bump-revision="+strconv.FormatInt(bump, 10), "--work-dir="+workDir,
+		"--etcd=/usr/local/bin/etcd", "--etcdutl=/usr/local/bin/etcdutl", "--result-file="+resultFile)
 	args = append(args, storageArgs(j.Storage)...)
-	c := container("verify", etcdImage, args, j.Storage)
+	c := container(task, etcdImage, args, j.Storage)
 	c.Command = []string{toolsDir + "/steward"}
 	c.VolumeMounts = append(c.VolumeMounts,
 		corev1.VolumeMount{Name: "tools", MountPath: toolsDir, ReadOnly: true},
@@ -83,7 +96,12 @@ func VerifyJob(j Job, etcdImage, sha256 string, bump int64) *batchv1.Job {
 	vols := append(storageVolumes(j.Storage),
 		corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	return job(j, TaskVerify, corev1.PodSpec{InitContainers: []corev1.Container{install}, Containers: []corev1.Container{c}, Volumes: vols}, 0)
+	if tls != nil {
+		c.Args = append(c.Args, "--cacert="+etcdTLSDir+"/ca.crt", "--cert="+etcdTLSDir+"/tls.crt", "--key="+etcdTLSDir+"/tls.key")
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "etcd-tls", MountPath: etcdTLSDir, ReadOnly: true})
+		vols = append(vols, secretVolume("etcd-tls", tls.SecretName, nil))
+	}
+	return job(j, task, corev1.PodSpec{InitContainers: []corev1.Container{install}, Containers: []corev1.Container{c}, Volumes: vols}, 0)
 }
 
 // DeleteJob removes the backup's objects (snapshot and manifest). It needs no key: a backup is

@@ -129,7 +129,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := br.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackup controller: %w", err)
 	}
-	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("steward"), Image: image.get}
+	sr := &backupctl.ScheduleReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("steward"), Image: image.get,
+		EtcdImageRepository: o.EtcdImageRepository}
 	if err := sr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EtcdBackupSchedule controller: %w", err)
 	}

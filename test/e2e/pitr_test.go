@@ -122,7 +122,7 @@ func TestPointInTimeRestore(t *testing.T) {
 		t.Fatalf("base backup: %s", base.Status.Message)
 	}
 	sched := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pitr"},
-		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", Template: stewardv1.EtcdBackupSpec{ClusterName: "src", Destination: dest},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", Verify: true, Template: stewardv1.EtcdBackupSpec{ClusterName: "src", Destination: dest},
 			Continuous: &stewardv1.ContinuousBackupSpec{SegmentSeconds: 2}}}
 	createObj(t, sched)
 	streamStarted := time.Now()
@@ -229,8 +229,13 @@ func TestPointInTimeRestore(t *testing.T) {
 		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{PointInTime: &stewardv1.PointInTimeSpec{
 			ScheduleName: "pitr", Time: beforeBase}}}
 	}))
-	waitRestoredCondition(t, ns, "too-early-time", "RestoreRefused", "before the first base")
+	waitRestoredCondition(t, ns, "too-early-time", "RestoreRefused", "is not restorable")
 	noPods(t, ns, "too-early-time")
+
+	// The chain's drill (spec.verify): a random revision restored in a Job and compared whole
+	// with the live cluster at that revision.
+	drill := waitDrill(t, ns, "pitr", 4*time.Minute)
+	t.Logf("MEASURE chain drill: revision %d in %ds: %s", drill.Revision, drill.DurationSeconds, drill.Message)
 
 	// A segment cut short in the store: the restore that needs it fails naming it, never a
 	// shorter history.

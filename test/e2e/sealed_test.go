@@ -126,3 +126,24 @@ func cutStreamerFromStore(t *testing.T, ns, schedule string, s3 *framework.S3) *
 	t.Fatal("no running streamer Pod to cut from the store")
 	return nil
 }
+
+// waitDrill waits for the schedule's chain drill to pass.
+func waitDrill(t *testing.T, ns, schedule string, timeout time.Duration) stewardv1.ChainDrill {
+	t.Helper()
+	var d stewardv1.ChainDrill
+	f.WaitFor(t, ns, "the chain drill", timeout, func(ctx context.Context) (bool, error) {
+		var s stewardv1.EtcdBackupSchedule
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: schedule}, &s); err != nil {
+			return false, err
+		}
+		if s.Status.Continuous == nil || s.Status.Continuous.LastDrill == nil {
+			return false, fmt.Errorf("no drill yet")
+		}
+		d = *s.Status.Continuous.LastDrill
+		if !d.Verified {
+			t.Fatalf("the chain drill failed: %+v", d)
+		}
+		return true, nil
+	})
+	return d
+}
