@@ -182,6 +182,7 @@ func TestPointInTimeRestore(t *testing.T) {
 		w.writes, end, durable.DurableRevision, segs, segBytes, float64(segBytes)/float64(w.writes))
 
 	checkSealed(t, s3, ns+"/src/", "/pitr/")
+	streamerFigures(t, ns, "pitr", float64(w.writes)/time.Since(streamStarted).Seconds())
 
 	restoreTo := func(name string, p *stewardv1.PointInTimeSpec) *stewardv1.EtcdCluster {
 		took := restoredCluster(t, ns, name, 1, &stewardv1.RestoreSpec{PointInTime: p})

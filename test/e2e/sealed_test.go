@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +148,48 @@ func waitDrill(t *testing.T, ns, schedule string, timeout time.Duration) steward
 		return true, nil
 	})
 	return d
+}
+
+// streamerFigures logs the running streamer's CPU time and memory, read from /proc on the host
+// (the local cluster's containers are host processes): what streaming costs at the suite's traffic.
+func streamerFigures(t *testing.T, ns, schedule string, writesPerSecond float64) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := f.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{backupjob.LabelStream: schedule}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 ||
+			p.Status.ContainerStatuses[0].State.Running == nil {
+			continue
+		}
+		pid, err := processNamed(p, "stream", "steward")
+		if err != nil {
+			t.Logf("streamer figures: %v", err)
+			return
+		}
+		stat, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		status, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err1 != nil || err2 != nil {
+			t.Logf("streamer figures: %v %v", err1, err2)
+			return
+		}
+		// Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		utime, _ := strconv.ParseFloat(fields[11], 64)
+		stime, _ := strconv.ParseFloat(fields[12], 64)
+		cpu := (utime + stime) / 100 // USER_HZ
+		up := time.Since(p.Status.ContainerStatuses[0].State.Running.StartedAt.Time).Seconds()
+		mem := map[string]string{}
+		for _, line := range strings.Split(string(status), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && (k == "VmRSS" || k == "VmHWM") {
+				mem[k] = strings.TrimSpace(v)
+			}
+		}
+		t.Logf("MEASURE streamer: %.1f CPU-seconds in %.0fs up (%.0f millicores) at about %.0f writes/s; RSS %s, peak %s",
+			cpu, up, 1000*cpu/up, writesPerSecond, mem["VmRSS"], mem["VmHWM"])
+		return
+	}
+	t.Log("streamer figures: no running streamer Pod")
 }
