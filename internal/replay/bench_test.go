@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -48,14 +50,20 @@ func (s *synthetic) Next() (*segment.Revision, *segment.Lease, error) {
 }
 
 // BenchmarkReplay reports the replay rate in revisions per second (a segment's decoding not
-// included): `go test ./internal/replay -run x -bench Replay -benchtime 20000x`.
+// included): `go test ./internal/replay -run x -bench Replay -benchtime 20000x`. Values are 256
+// bytes; STEWARD_REPLAY_VALUE_BYTES sets another size (1024 with -benchtime 1000000x replays
+// about 1.2 GiB of values).
 func BenchmarkReplay(b *testing.B) {
+	size := 256
+	if v, err := strconv.Atoi(os.Getenv("STEWARD_REPLAY_VALUE_BYTES")); err == nil && v > 0 {
+		size = v
+	}
 	path := filepath.Join(b.TempDir(), "db")
 	be := backend.NewDefaultBackend(zap.NewNop(), path)
 	s := mvcc.NewStore(zap.NewNop(), be, nil, mvcc.StoreConfig{}) // an empty database at revision 1
 	_ = s.Close()
 	_ = be.Close()
-	src := &synthetic{n: int64(b.N), rev: 1, created: map[string][2]int64{}, value: make([]byte, 256)}
+	src := &synthetic{n: int64(b.N), rev: 1, created: map[string][2]int64{}, value: make([]byte, size)}
 	b.ResetTimer()
 	start := time.Now()
 	res, err := Apply(context.Background(), path, src, Options{})
@@ -64,4 +72,5 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	b.ReportMetric(float64(res.Revisions)/time.Since(start).Seconds(), "revisions/s")
 	b.ReportMetric(float64(res.Events)/time.Since(start).Seconds(), "events/s")
+	b.ReportMetric(float64(res.Events)*float64(size)/(1<<20)/time.Since(start).Seconds(), "value-MiB/s")
 }
