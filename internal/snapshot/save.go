@@ -283,7 +283,7 @@ func checkScan(s *Scanner) error {
 // closed in order so the object ends with each one's last frame.
 func encode(src io.Reader, dst io.Writer, scanner *Scanner, c Compression, keys *encryption.Keyring) error {
 	closers := []io.Closer{}
-	var out io.Writer = dst
+	out := dst
 	if keys != nil {
 		sealer, err := keys.Seal(out)
 		if err != nil {

@@ -3,12 +3,12 @@
 package e2e
 
 import (
-	"path"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"sync"
 	"testing"

@@ -108,14 +108,14 @@ func (c *verifyCmd) drillTarget(ctx context.Context, store objstore.Store, live 
 func compactedRevision(ctx context.Context, cli *clientv3.Client) (int64, error) {
 	wctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), 30*time.Second)
 	defer cancel()
-	for resp := range cli.Watch(wctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(1)) {
-		if resp.CompactRevision > 0 {
-			return resp.CompactRevision, nil
-		}
-		if err := resp.Err(); err != nil {
-			return 0, fmt.Errorf("asking the live cluster for its compacted revision: %w", err)
-		}
-		return 0, nil // events from revision 1: nothing was compacted
+	resp, ok := <-cli.Watch(wctx, "\x00", clientv3.WithFromKey(), clientv3.WithRev(1))
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("asking the live cluster for its compacted revision: %w", wctx.Err())
+	case resp.CompactRevision > 0:
+		return resp.CompactRevision, nil
+	case resp.Err() != nil:
+		return 0, fmt.Errorf("asking the live cluster for its compacted revision: %w", resp.Err())
 	}
-	return 0, fmt.Errorf("asking the live cluster for its compacted revision: %w", wctx.Err())
+	return 0, nil // events from revision 1: nothing was compacted
 }
