@@ -1,20 +1,11 @@
 package backupctl_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
-	"github.com/etcd-steward/steward/internal/backupctl"
 	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/streamer"
 )
@@ -26,49 +17,16 @@ import (
 func TestScheduleDrillsItsChain(t *testing.T) {
 	f := setup(t)
 	prog := &fakeProgress{rep: &streamer.Report{DurableRevision: 42, HeadRevision: 42}}
-	sr := &backupctl.ScheduleReconciler{Client: env.Client, APIReader: env.Client, Recorder: f.events, Progress: prog.read,
-		Image: func(context.Context) (string, error) { return "steward:test", nil }, EtcdImageRepository: "registry.local/etcd"}
-	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns},
-		Spec: stewardv1.EtcdClusterSpec{Replicas: ptr.To[int32](3), MemberTemplate: stewardv1.MemberTemplate{Version: "3.6.16"}}}
-	if err := env.Client.Create(f.ctx, ec); err != nil {
-		t.Fatal(err)
-	}
-	ec.Status.ClusterID = "cafe"
-	if err := env.Client.Status().Update(f.ctx, ec); err != nil {
-		t.Fatal(err)
-	}
-	s := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "pitr", Namespace: f.ns},
-		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", Verify: true,
-			Template:   stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: storage()},
-			Continuous: &stewardv1.ContinuousBackupSpec{SegmentSeconds: 5, SegmentMaxMiB: 8}}}
-	if err := env.Client.Create(f.ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	sr := f.scheduleReconciler(prog)
+	ec := f.formedCluster()
+	s := f.continuousSchedule(storage(), true)
 	reconcile := func() *stewardv1.ContinuousBackupStatus {
 		t.Helper()
-		if _, err := sr.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
-			t.Fatal(err)
-		}
-		var got stewardv1.EtcdBackupSchedule
-		if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(s), &got); err != nil {
-			t.Fatal(err)
-		}
-		return got.Status.Continuous
+		_, c := f.reconcileSchedule(sr, s)
+		return c
 	}
-	reconcile()
-	var d appsv1.Deployment
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: backupjob.StreamName(s.Name)}, &d); err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pitr-stream-x", Namespace: f.ns, Labels: d.Spec.Template.Labels},
-		Spec: *d.Spec.Template.Spec.DeepCopy()}
-	if err := env.Client.Create(f.ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, "10.0.0.9"
-	if err := env.Client.Status().Update(f.ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	d, _ := f.reconcileSchedule(sr, s)
+	f.runningStreamer(d)
 	labels := map[string]string{stewardv1.LabelSchedule: s.Name, stewardv1.LabelBackupOf: "db"}
 	base := func(name string, done time.Time, labels map[string]string) {
 		t.Helper()

@@ -39,6 +39,72 @@ func (p *fakeProgress) read(_ context.Context, _ *corev1.Pod) (streamer.Report, 
 	return *p.rep, nil
 }
 
+// scheduleReconciler is the reconciler under test, reading streamer reports from prog.
+func (f *fixture) scheduleReconciler(prog *fakeProgress) *backupctl.ScheduleReconciler {
+	return &backupctl.ScheduleReconciler{Client: env.Client, APIReader: env.Client, Recorder: f.events, Progress: prog.read,
+		Image: func(context.Context) (string, error) { return "steward:test", nil }, EtcdImageRepository: "registry.local/etcd"}
+}
+
+// formedCluster creates the EtcdCluster "db" with the cluster ID a formed cluster records.
+func (f *fixture) formedCluster() *stewardv1.EtcdCluster {
+	f.t.Helper()
+	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns},
+		Spec: stewardv1.EtcdClusterSpec{Replicas: ptr.To[int32](3), MemberTemplate: stewardv1.MemberTemplate{Version: "3.6.16"}}}
+	if err := env.Client.Create(f.ctx, ec); err != nil {
+		f.t.Fatal(err)
+	}
+	ec.Status.ClusterID = "cafe"
+	if err := env.Client.Status().Update(f.ctx, ec); err != nil {
+		f.t.Fatal(err)
+	}
+	return ec
+}
+
+// continuousSchedule creates the schedule "pitr" of cluster "db" with continuous backup into dest.
+func (f *fixture) continuousSchedule(dest stewardv1.BackupStorage, verify bool) *stewardv1.EtcdBackupSchedule {
+	f.t.Helper()
+	s := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "pitr", Namespace: f.ns},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *", Verify: verify,
+			Template:   stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: dest},
+			Continuous: &stewardv1.ContinuousBackupSpec{SegmentSeconds: 5, SegmentMaxMiB: 8}}}
+	if err := env.Client.Create(f.ctx, s); err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// reconcileSchedule reconciles s once and returns its streamer Deployment (nil when none) and its
+// status.continuous.
+func (f *fixture) reconcileSchedule(sr *backupctl.ScheduleReconciler, s *stewardv1.EtcdBackupSchedule) (*appsv1.Deployment, *stewardv1.ContinuousBackupStatus) {
+	f.t.Helper()
+	if _, err := sr.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(s)}); err != nil {
+		f.t.Fatal(err)
+	}
+	var got stewardv1.EtcdBackupSchedule
+	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+		f.t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: backupjob.StreamName(s.Name)}, &d); err != nil {
+		return nil, got.Status.Continuous
+	}
+	return &d, got.Status.Continuous
+}
+
+// runningStreamer creates the Pod of the streamer Deployment d, running, as a kubelet would.
+func (f *fixture) runningStreamer(d *appsv1.Deployment) {
+	f.t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-x", Namespace: f.ns, Labels: d.Spec.Template.Labels},
+		Spec: *d.Spec.Template.Spec.DeepCopy()}
+	if err := env.Client.Create(f.ctx, pod); err != nil {
+		f.t.Fatal(err)
+	}
+	pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, "10.0.0.9"
+	if err := env.Client.Status().Update(f.ctx, pod); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (p *fakeProgress) set(rep streamer.Report) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -51,8 +117,7 @@ func (p *fakeProgress) set(rep streamer.Report) {
 func TestScheduleRunsItsStreamer(t *testing.T) {
 	f := setup(t)
 	prog := &fakeProgress{}
-	sr := &backupctl.ScheduleReconciler{Client: env.Client, APIReader: env.Client, Recorder: f.events, Progress: prog.read,
-		Image: func(context.Context) (string, error) { return "steward:test", nil }}
+	sr := f.scheduleReconciler(prog)
 	s := &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "pitr", Namespace: f.ns},
 		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 3 1 1 *",
 			Template:   stewardv1.EtcdBackupSpec{ClusterName: "db", Destination: storage()},
@@ -113,15 +178,7 @@ func TestScheduleRunsItsStreamer(t *testing.T) {
 	}
 
 	// The streamer's report lands in status.continuous.
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pitr-stream-x", Namespace: f.ns, Labels: d.Spec.Template.Labels},
-		Spec: *d.Spec.Template.Spec.DeepCopy()}
-	if err := env.Client.Create(f.ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, "10.0.0.9"
-	if err := env.Client.Status().Update(f.ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	f.runningStreamer(d)
 	now := time.Now().UTC().Truncate(time.Second)
 	prog.rep = &streamer.Report{DurableRevision: 120, DurableTime: now, HeadRevision: 125,
 		Restorable: []pitr.Range{{From: 100, To: 120, FromTime: now.Add(-time.Hour), ToTime: now, Base: "pitr-1"}}}

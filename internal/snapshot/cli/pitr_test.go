@@ -31,11 +31,7 @@ func TestStreamAndFetchToAPoint(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	vol := t.TempDir()
 	env := map[string]string{"GOMEMLIMIT": "off"}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.ClientURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cli.Close() }()
+	cli := etcdClient(t, c)
 	ctx := tctx(t)
 	snaptest.Fill(ctx, t, cli, "/before/", 20, 100)
 	save := runCLI(t, env, "save", "--endpoint", c.Members[0].ClientURL, "--volume-dir", vol, "--backup-key", "ns/db/base1")
@@ -147,4 +143,15 @@ func progress(port int) streamer.Report {
 	defer func() { _ = resp.Body.Close() }()
 	_ = json.NewDecoder(resp.Body).Decode(&prog)
 	return prog
+}
+
+// etcdClient dials a test cluster, closed with the test.
+func etcdClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.ClientURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }

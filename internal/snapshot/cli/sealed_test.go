@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"filippo.io/age"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/etcdtest"
@@ -42,14 +40,11 @@ func TestSealedSaveStreamFetchVerify(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	vol := t.TempDir()
 	env := map[string]string{"GOMEMLIMIT": "off"}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.ClientURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cli.Close() }()
+	cli := etcdClient(t, c)
 	ctx := tctx(t)
 	ids := make([]*age.X25519Identity, 3)
 	for i := range ids {
+		var err error
 		if ids[i], err = age.GenerateX25519Identity(); err != nil {
 			t.Fatal(err)
 		}
@@ -123,11 +118,7 @@ func TestSealedSaveStreamFetchVerify(t *testing.T) {
 		t.Errorf("chain drill: exit %d, %s\n%s", d.code, d.raw, d.stderr)
 	}
 	elsewhere := etcdtest.Start(t, 1)
-	otherCli, err := clientv3.New(clientv3.Config{Endpoints: elsewhere.ClientURLs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = otherCli.Close() }()
+	otherCli := etcdClient(t, elsewhere)
 	snaptest.Fill(ctx, t, otherCli, "/other/", int(last)+10, 10) // past every revision of the chain
 	if d := drill(elsewhere.Members[0].ClientURL); d.code == 0 || !strings.Contains(fmt.Sprint(d.result["error"]), "the source's at revision") {
 		t.Errorf("chain drill against another cluster: exit %d, %s", d.code, d.raw)
