@@ -86,6 +86,9 @@ type ContinuousSummary struct {
 	// reportedAt is when the streamer was last heard from.
 	// +optional
 	ReportedAt *metav1.Time `json:"reportedAt,omitempty"`
+	// lastDrill is the schedule's last drill of the chain (status.continuous.lastDrill).
+	// +optional
+	LastDrill *ChainDrill `json:"lastDrill,omitempty"`
 }
 
 // RestoreStatus records where a restored cluster's data came from.

@@ -72,7 +72,7 @@ func (r *EtcdClusterReconciler) setBackupStatus(ctx context.Context, ec *steward
 				ec.Status.Backup = &stewardv1.BackupSummary{}
 			}
 			ec.Status.Backup.Continuous = &stewardv1.ContinuousSummary{Schedule: s.Name, DurableRevision: c.DurableRevision,
-				DurableTime: c.DurableTime, LagRevisions: c.LagRevisions, ReportedAt: c.ReportedAt}
+				DurableTime: c.DurableTime, LagRevisions: c.LagRevisions, ReportedAt: c.ReportedAt, LastDrill: c.LastDrill}
 		}
 	}
 	if sched == nil {

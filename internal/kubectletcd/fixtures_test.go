@@ -56,7 +56,10 @@ func fixtureCluster() *stewardv1.EtcdCluster {
 				{Name: "demo-1/server", NotAfter: at(61 * 24 * time.Hour), RenewAt: &renew, Served: true},
 			}},
 			Backup: &stewardv1.BackupSummary{LastSuccessfulBackup: &stewardv1.BackupRef{Name: "demo-hourly-29412360",
-				Time: ptr.To(at(-40 * time.Minute)), Revision: 48213}},
+				Time: ptr.To(at(-40 * time.Minute)), Revision: 48213},
+				Continuous: &stewardv1.ContinuousSummary{Schedule: "demo-hourly", DurableRevision: 51877, DurableTime: ptr.To(at(-4 * time.Second)),
+					LagRevisions: 3, ReportedAt: ptr.To(at(-6 * time.Second)),
+					LastDrill: &stewardv1.ChainDrill{Base: "demo-hourly-29412360", Time: at(-38 * time.Minute), Revision: 50112, Verified: true}}},
 			Conditions: []metav1.Condition{
 				{Type: "Available", Status: metav1.ConditionTrue, Reason: "QuorumHealthy", Message: "3 of 3 voters healthy", LastTransitionTime: at(-71 * time.Hour)},
 				{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "Reconciled", Message: "every member runs the observed template", LastTransitionTime: at(-70 * time.Hour)},

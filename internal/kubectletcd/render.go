@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // printObject writes v as indented JSON or YAML; the field order is the struct's, so output is
@@ -141,6 +143,12 @@ func RenderStatus(w io.Writer, s Status, now time.Time) error {
 		}
 		line("  other", "%s %s %s%s", it.Name, it.Phase, age(now, it.Time.Time), msg)
 	}
+	if c := s.Backup.Continuous; c != nil {
+		line("Continuous", "%s", continuousLine(c, now))
+		if d := c.LastDrill; d != nil {
+			line("  last drill", "%s", drillLine(d, now))
+		}
+	}
 	if r := s.Restore; r != nil {
 		line("Restored from", "%s (revision %d)", r.Source, r.Revision)
 	}
@@ -220,6 +228,26 @@ func backupLine(b *BackupItem, now time.Time) string {
 	}
 	if b.Verified != nil {
 		s += ", verified " + yesNo(*b.Verified)
+	}
+	return s
+}
+
+func continuousLine(c *stewardv1.ContinuousSummary, now time.Time) string {
+	s := fmt.Sprintf("schedule %s, durable revision %d", c.Schedule, c.DurableRevision)
+	if c.DurableTime != nil {
+		s += fmt.Sprintf(" (%s)", age(now, c.DurableTime.Time))
+	}
+	s += fmt.Sprintf(", %d revisions behind", c.LagRevisions)
+	if c.ReportedAt != nil {
+		s += fmt.Sprintf(", streamer heard from %s", age(now, c.ReportedAt.Time))
+	}
+	return s
+}
+
+func drillLine(d *stewardv1.ChainDrill, now time.Time) string {
+	s := fmt.Sprintf("revision %d %s, passed %s", d.Revision, age(now, d.Time.Time), yesNo(d.Verified))
+	if !d.Verified && d.Message != "" {
+		s += ": " + d.Message
 	}
 	return s
 }

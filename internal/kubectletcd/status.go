@@ -155,6 +155,9 @@ func tlsView(ec *stewardv1.EtcdCluster) TLSView {
 
 func backupView(sum *stewardv1.BackupSummary, backups []stewardv1.EtcdBackup) BackupView {
 	var v BackupView
+	if sum != nil {
+		v.Continuous = sum.Continuous
+	}
 	if sum != nil && sum.LastSuccessfulBackup != nil {
 		r := sum.LastSuccessfulBackup
 		v.LastSuccessful = &BackupItem{Name: r.Name, Phase: string(stewardv1.BackupSucceeded), Time: r.Time, Revision: r.Revision}

@@ -126,6 +126,9 @@ type DropOldCAView struct {
 type BackupView struct {
 	LastSuccessful *BackupItem  `json:"lastSuccessful,omitempty"`
 	Recent         []BackupItem `json:"recent,omitempty"`
+	// Continuous is status.backup.continuous: how far the continuous backup has got, and its
+	// last drill.
+	Continuous *stewardv1.ContinuousSummary `json:"continuous,omitempty"`
 }
 
 // BackupItem is one EtcdBackup.
