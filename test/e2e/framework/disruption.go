@@ -108,6 +108,7 @@ func (m *Monitor) sample(ctx context.Context) Sample {
 // serving as having lost quorum. A quorum lost for longer than 7 s is still counted; one the
 // operator causes by deleting or removing members shows in the Pods and the list besides.
 var memberListTries = []time.Duration{time.Second, time.Second, time.Second, 2 * time.Second, 2 * time.Second}
+
 func (m *Monitor) memberList(ctx context.Context, endpoints []string) ([]MemberObservation, error) {
 	if len(endpoints) == 0 {
 		return nil, errNoEndpoints
