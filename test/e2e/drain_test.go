@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
@@ -125,12 +127,33 @@ func TestDrainWithoutReplacement(t *testing.T) {
 			if !tc.uncordon && onNodeAfter[lead] == node {
 				t.Errorf("%s is still on the drained node %s", lead, node)
 			}
-			if moves := eventsWith(t, ns, "db", "MoveLeader"); !slices.ContainsFunc(moves, func(m string) bool {
-				return len(m) > 0
-			}) {
+			moves := eventsWith(t, ns, "db", "MoveLeader")
+			switch restarted := operatorRestartedSince(t, w.changed); {
+			case slices.ContainsFunc(moves, func(m string) bool { return len(m) > 0 }):
+			case restarted != "":
+				// Scenarios beside this one kill the operator; while it is down the eviction
+				// webhook is not there to hold the eviction (failurePolicy Ignore), by design.
+				t.Logf("no MoveLeader event, and the operator was restarted during the drain (%s): handover not asserted", restarted)
+			default:
 				t.Errorf("no MoveLeader event: the drained leader was evicted without handing over")
 			}
 			w.finish("drain of the leader's node ("+tc.name+")", 1)
 		})
 	}
+}
+
+// operatorRestartedSince names an operator Pod created after since ("" when none was): another
+// scenario killed the operator meanwhile.
+func operatorRestartedSince(t *testing.T, since time.Time) string {
+	t.Helper()
+	var pods corev1.PodList
+	if err := f.Client.List(context.Background(), &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.CreationTimestamp.After(since) {
+			return fmt.Sprintf("%s created %s", p.Name, p.CreationTimestamp.Format("15:04:05"))
+		}
+	}
+	return ""
 }
