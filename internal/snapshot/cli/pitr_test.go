@@ -40,17 +40,7 @@ func TestStreamAndFetchToAPoint(t *testing.T) {
 	}
 	baseRev := num(t, save, "revision")
 
-	port, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	var streamErr bytes.Buffer
-	done := make(chan int)
-	go func() {
-		done <- Stream(sctx, []string{"--endpoint", c.Members[0].ClientURL, "--volume-dir", vol, "--prefix", "ns/db",
-			"--segment-interval", "200ms", "--listen", fmt.Sprintf("127.0.0.1:%d", port[0])}, func(string) string { return "" }, &streamErr)
-	}()
+	st := startStream(t, ctx, c.Members[0].ClientURL, vol)
 	var revs []int64
 	var stamps []time.Time
 	for i := range 30 {
@@ -62,16 +52,13 @@ func TestStreamAndFetchToAPoint(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	last := revs[len(revs)-1]
-	waitProgress(t, port[0], last, &streamErr)
-	prog := progress(port[0])
+	waitProgress(t, st.port, last, &st.log)
+	prog := progress(st.port)
 	if prog.DurableRevision < last || prog.HeadRevision < last || len(prog.Restorable) != 1 ||
 		prog.Restorable[0].From != baseRev || prog.Restorable[0].To != prog.DurableRevision {
-		t.Fatalf("progress %+v, want durable %d from base %d\n%s", prog, last, baseRev, streamErr.String())
+		t.Fatalf("progress %+v, want durable %d from base %d\n%s", prog, last, baseRev, st.log.String())
 	}
-	stop()
-	if code := <-done; code != 0 {
-		t.Fatalf("stream exited %d\n%s", code, streamErr.String())
-	}
+	st.finish(t)
 
 	mid := revs[len(revs)/2]
 	out := filepath.Join(t.TempDir(), "snapshot.db")
@@ -154,4 +141,38 @@ func etcdClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
+}
+
+// streamRun is `steward stream` run in process against a volume directory.
+type streamRun struct {
+	port int
+	log  bytes.Buffer
+	stop context.CancelFunc
+	done chan int
+}
+
+// startStream runs the stream command from member into vol under prefix ns/db, segments of
+// 200 ms, with the extra flags given.
+func startStream(t *testing.T, ctx context.Context, member, vol string, extra ...string) *streamRun {
+	t.Helper()
+	port, err := ports.Free(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &streamRun{port: port[0], done: make(chan int)}
+	sctx, stop := context.WithCancel(ctx)
+	s.stop = stop
+	args := append([]string{"--endpoint", member, "--volume-dir", vol, "--prefix", "ns/db",
+		"--segment-interval", "200ms", "--listen", fmt.Sprintf("127.0.0.1:%d", s.port)}, extra...)
+	go func() { s.done <- Stream(sctx, args, func(string) string { return "" }, &s.log) }()
+	return s
+}
+
+// finish stops the streamer and insists it exited cleanly.
+func (s *streamRun) finish(t *testing.T) {
+	t.Helper()
+	s.stop()
+	if code := <-s.done; code != 0 {
+		t.Fatalf("stream exited %d\n%s", code, s.log.String())
+	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/etcd-steward/steward/internal/encryption"
 	"github.com/etcd-steward/steward/internal/etcdtest"
-	"github.com/etcd-steward/steward/internal/ports"
 	"github.com/etcd-steward/steward/internal/snapshot/snaptest"
 )
 
@@ -56,18 +54,7 @@ func TestSealedSaveStreamFetchVerify(t *testing.T) {
 	if save.code != 0 || save.result["keyID"] != ids[0].Recipient().String() {
 		t.Fatalf("save: %s\n%s", save.raw, save.stderr)
 	}
-	port, err := ports.Free(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	var streamErr bytes.Buffer
-	done := make(chan int)
-	go func() {
-		done <- Stream(sctx, []string{"--endpoint", c.Members[0].ClientURL, "--volume-dir", vol, "--prefix", "ns/db",
-			"--segment-interval", "200ms", "--listen", fmt.Sprintf("127.0.0.1:%d", port[0]), "--encryption-keys-file", key},
-			func(string) string { return "" }, &streamErr)
-	}()
+	st := startStream(t, ctx, c.Members[0].ClientURL, vol, "--encryption-keys-file", key)
 	var last int64
 	for i := range 20 {
 		resp, err := cli.Put(ctx, fmt.Sprintf("/plain-after/%d", i), "plain-value")
@@ -76,15 +63,12 @@ func TestSealedSaveStreamFetchVerify(t *testing.T) {
 		}
 		last = resp.Header.Revision
 	}
-	waitProgress(t, port[0], last, &streamErr)
-	stop()
-	if code := <-done; code != 0 {
-		t.Fatalf("stream exited %d\n%s", code, streamErr.String())
-	}
+	waitProgress(t, st.port, last, &st.log)
+	st.finish(t)
 
 	// Raw: every object but the manifest is age's, and none shows a key or a value.
 	objects := 0
-	err = filepath.WalkDir(vol, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(vol, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, "manifest.json") || strings.Contains(p, "/.steward-meta/") {
 			return err // the manifest and the volume store's metadata files hold no data
 		}
