@@ -1,10 +1,7 @@
 package plan
 
 import (
-	"strconv"
-	"strings"
-
-	"golang.org/x/mod/semver"
+	"github.com/etcd-steward/steward/internal/versionguard"
 )
 
 // VersionStep classifies a change of etcd version.
@@ -32,7 +29,6 @@ func (s VersionStep) Allowed() bool {
 
 // ClassifyVersion classifies the change from one version to another. A leading "v" and a
 // pre-release or build suffix are tolerated (etcd reports "3.6.0-rc.1"); only the numbers count.
-// Parsing is golang.org/x/mod/semver's.
 func ClassifyVersion(from, to string) VersionStep {
 	a, okA := parseVersion(from)
 	b, okB := parseVersion(to)
@@ -56,24 +52,5 @@ func ClassifyVersion(from, to string) VersionStep {
 	return StepSkippedMinor
 }
 
-// parseVersion reads major, minor and patch of a full X.Y.Z version (semver's shorthands such as
-// "3.6" are not versions etcd reports, and are refused).
-func parseVersion(s string) ([3]int, bool) {
-	var v [3]int
-	c := "v" + strings.TrimPrefix(s, "v")
-	if !semver.IsValid(c) {
-		return v, false
-	}
-	core := strings.TrimSuffix(strings.TrimSuffix(c, semver.Build(c)), semver.Prerelease(c))
-	if strings.Count(core, ".") != 2 {
-		return v, false
-	}
-	for i, p := range strings.SplitN(strings.TrimPrefix(core, "v"), ".", 3) {
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return v, false
-		}
-		v[i] = n
-	}
-	return v, true
-}
+// parseVersion reads major, minor and patch of a full X.Y.Z version (versionguard.Parse).
+func parseVersion(s string) ([3]int, bool) { return versionguard.Parse(s) }
