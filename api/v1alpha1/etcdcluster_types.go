@@ -9,7 +9,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!(has(self.storage.medium) && self.storage.medium == 'Memory' && self.replicas == 0)",message="spec.replicas: 0 is refused with spec.storage.medium Memory: a memory-backed cluster scaled to zero loses all its data"
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || self.podDisruptionBudget.minAvailable <= self.replicas",message="spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || (has(self.bootstrap.restore) == has(oldSelf.bootstrap.restore) && (!has(self.bootstrap.restore) || self.bootstrap.restore == oldSelf.bootstrap.restore) && has(self.bootstrap.join) == has(oldSelf.bootstrap.join) && (!has(self.bootstrap.join) || (self.bootstrap.join.endpoints == oldSelf.bootstrap.join.endpoints && has(self.bootstrap.join.statefulSetName) == has(oldSelf.bootstrap.join.statefulSetName) && (!has(self.bootstrap.join.statefulSetName) || self.bootstrap.join.statefulSetName == oldSelf.bootstrap.join.statefulSetName)))))",message="spec.bootstrap is immutable: it is read only when the cluster is created (only spec.bootstrap.join.abort may change)"
-// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !self.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1))",messageExpression="'spec.version: ' + oldSelf.version + ' -> ' + self.version + ' is refused: etcd upgrades one minor version at a time and cannot be downgraded to an older minor; patch changes within a minor are allowed'"
+// +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !self.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1 || int(self.version.split('.')[1]) + 1 == int(oldSelf.version.split('.')[1])))",messageExpression="'spec.version: ' + oldSelf.version + ' -> ' + self.version + ' is refused: etcd upgrades and downgrades one minor version at a time (a downgrade goes through the etcd downgrade protocol); patch changes within a minor are allowed'"
 // +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.join) || (has(self.tls) && has(self.tls.enabled) && !self.tls.enabled)",message="spec.bootstrap.join adopts plaintext sources only so far: set spec.tls.enabled to false (it is fixed at creation)"
 type EtcdClusterSpec struct {
 	// replicas is the number of etcd members. 0 makes a PVC-backed cluster dormant: Pods go, PVCs
@@ -197,6 +197,10 @@ type EtcdClusterStatus struct {
 	// adoption is the take-over of a running cluster (spec.bootstrap.join).
 	// +optional
 	Adoption *AdoptionStatus `json:"adoption,omitempty"`
+
+	// downgrade is the downgrade through etcd's protocol in progress, or the last one.
+	// +optional
+	Downgrade *DowngradeStatus `json:"downgrade,omitempty"`
 
 	// conditions: Available, Progressing, Degraded, RollingUpdate, PlacementAtRisk, with TLS TLSMaterialValid and
 	// CertificatesExpiring, BackupReady when a schedule targets the cluster, and Restored when it

@@ -284,6 +284,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	for i, s := range c.Statuses(ctx, eps) {
 		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Err: errText(s.Err), Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
 			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, StorageVersion: s.StorageVersion, Errors: s.Errors,
+			DowngradeEnabled: s.DowngradeEnabled, DowngradeTarget: s.DowngradeTarget,
 			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex}
 		if e.Reachable && !s.IsLearner {
 			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
@@ -293,6 +294,7 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	}
 	slices.SortFunc(f.Endpoints, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
 	f.Hashes = corruptionHashes(ctx, c, f, o.endpoints)
+	f.ClusterVersion = clusterVersion(ctx, ec, c, f, o.endpoints)
 	return f
 }
 
@@ -309,4 +311,24 @@ func (r *EtcdClusterReconciler) now() time.Time {
 		return r.Clock()
 	}
 	return time.Now()
+}
+
+// clusterVersion asks a voter that answered its /version for the cluster version, only while a
+// version step may be decided (the spec's version is not adopted yet, or a downgrade is on): the
+// one-minor rule and the downgrade read it. "" when none answered.
+func clusterVersion(ctx context.Context, ec *stewardv1.EtcdCluster, c *etcd.Client, f health.Facts, endpoints map[string]string) string {
+	o := ec.Status.Observed
+	versionStep := o == nil || o.Version != ec.Spec.MemberTemplate.Version
+	if d := ec.Status.Downgrade; !versionStep && (d == nil || !d.Stage.Active()) {
+		return ""
+	}
+	for _, e := range f.Endpoints {
+		if !e.Healthy || endpoints[e.Member] == "" {
+			continue
+		}
+		if v, err := c.Versions(ctx, endpoints[e.Member]); err == nil && v.Cluster != "" {
+			return v.Cluster
+		}
+	}
+	return ""
 }

@@ -49,7 +49,11 @@ type EndpointStatus struct {
 	// StorageVersion is the storage version of the member's data (etcd 3.6+, once the cluster
 	// version reached 3.6: "3.6.0"); "" when it reports none.
 	StorageVersion string
-	IsLearner      bool
+	// DowngradeEnabled and DowngradeTarget are the cluster's downgrade as this member reports it
+	// (etcd 3.6+).
+	DowngradeEnabled bool
+	DowngradeTarget  string
+	IsLearner        bool
 	// DBSize is the backend file's size, DBSizeInUse the part holding live data; DBSizeQuota the
 	// member's quota (etcd 3.6 and later report it; 0 before).
 	DBSize, DBSizeInUse, DBSizeQuota int64

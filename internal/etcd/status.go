@@ -38,6 +38,9 @@ func (c *Client) Status(ctx context.Context, endpoint string) EndpointStatus {
 	s.RaftTerm = resp.RaftTerm
 	s.Version, s.StorageVersion = resp.Version, resp.StorageVersion
 	s.IsLearner = resp.IsLearner
+	if d := resp.DowngradeInfo; d != nil {
+		s.DowngradeEnabled, s.DowngradeTarget = d.Enabled, d.TargetVersion
+	}
 	s.DBSize, s.DBSizeInUse, s.DBSizeQuota = resp.DbSize, resp.DbSizeInUse, resp.DbSizeQuota
 	s.Errors, s.Alarms = splitErrors(resp.Errors)
 	return s

@@ -46,6 +46,10 @@ type Endpoint struct {
 	// StorageVersion is the storage version of its data it reports (etcd 3.6+, once the cluster
 	// version reached 3.6; "3.6.0"); "" when it reports none.
 	StorageVersion string
+	// DowngradeEnabled and DowngradeTarget are etcd's downgrade state as this member reports it
+	// (etcd 3.6+; a 3.5 member reports none, even while a downgrade is enabled).
+	DowngradeEnabled bool
+	DowngradeTarget  string
 	// Errors are the errors the Status call reported other than alarms ("etcdserver: no leader").
 	Errors []string
 	// DBSize and DBSizeInUse are the member's backend file size and the part in use, in bytes;
@@ -73,6 +77,10 @@ type Facts struct {
 	// Hashes are the voters' HashKV answers at one common revision, read only while a CORRUPT alarm
 	// is active (hashing the whole keyspace is expensive): the evidence of which copy is wrong.
 	Hashes []MemberHash
+	// ClusterVersion is the cluster version ("3.6.0") a voter's /version reported: the version the
+	// whole cluster speaks, which etcd raises only once every member runs the newer minor and lowers
+	// with a downgrade. "" when no voter was asked or none answered.
+	ClusterVersion string
 }
 
 // Alarm is an active etcd alarm. etcd replicates alarms through raft: one raised by a member is in

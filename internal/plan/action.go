@@ -116,6 +116,12 @@ const (
 	// from SourceReplicas+1 down to SourceReplicas, once the member its highest Pod runs has left
 	// etcd; preconditioned on the replicas the plan saw.
 	ScaleSource Kind = "ScaleSource"
+	// Downgrade moves a downgrade through etcd's protocol to DowngradeStage, recorded in
+	// status.downgrade: Enabling records the intent (from, target, the backup taken) and touches
+	// nothing; Enabled runs etcd's downgrade validate and enable, then records the stage; Cancelling
+	// records the stage, then runs etcd's downgrade cancel (idempotent); Completed and Cancelled
+	// record the end.
+	Downgrade Kind = "Downgrade"
 )
 
 // Action is the one thing to do now.
@@ -145,8 +151,12 @@ type Action struct {
 	// Alarm (DisarmAlarm) is the alarm type to disarm; "" means NOSPACE.
 	Alarm string
 	// Recovery (StartRecovery) is the recovery to record; Stage (RecoveryStep) its next stage.
-	Recovery *stewardv1.QuorumRecoveryProgress
-	Stage    stewardv1.QuorumRecoveryStage
+	// DowngradeStage is the stage a Downgrade action moves status.downgrade to; DowngradeFrom the
+	// version the members ran (with Enabling).
+	DowngradeStage stewardv1.DowngradeStage
+	DowngradeFrom  string
+	Recovery       *stewardv1.QuorumRecoveryProgress
+	Stage          stewardv1.QuorumRecoveryStage
 	// ForceNewCluster (CreatePod): start the member once with --force-new-cluster.
 	ForceNewCluster bool
 	// Revision and HeadRevision (Compact): compact to Revision; the head was HeadRevision.

@@ -32,16 +32,16 @@ func dataVersions(d *stewardv1.DataVersion) []runningVersion {
 	}
 	var out []runningVersion
 	if d.Server != "" {
-		out = append(out, runningVersion{d.Server, "has data last written by etcd"})
+		out = append(out, runningVersion{d.Server, "has data last written by etcd", true})
 	}
 	if s := d.Storage; s != "" {
 		if strings.Count(s, ".") == 1 {
 			s += ".0" // "3.6": etcd writes major.minor.0, but a major.minor is as clear
 		}
-		return append(out, runningVersion{s, "has data of storage version"})
+		return append(out, runningVersion{version: s, source: "has data of storage version"})
 	}
 	if v, ok := parseVersion(d.Server); ok && (v[0] > 3 || v[0] == 3 && v[1] > 5) {
-		out = append(out, runningVersion{"3.5.0", "has data with no storage version (etcd 3.5's or older), read as"})
+		out = append(out, runningVersion{version: "3.5.0", source: "has data with no storage version (etcd 3.5's or older), read as"})
 	}
 	return out
 }
@@ -51,8 +51,13 @@ func dataVersions(d *stewardv1.DataVersion) []runningVersion {
 // and the member would count as down for nothing a rebuild can fix.
 func (v *view) dataRefusal(m *memberView) string {
 	want := v.target.Version
-	for _, r := range dataVersions(m.dataVersion()) {
-		if s := ClassifyVersion(r.version, want); !s.Allowed() {
+	d := m.dataVersion()
+	for _, r := range dataVersions(d) {
+		s := ClassifyVersion(r.version, want)
+		if s == StepDowngrade && r.server && d.Storage != "" {
+			continue // the storage version binds an older etcd (lowered by etcd's downgrade protocol)
+		}
+		if !s.Allowed() {
 			return fmt.Sprintf("%s is not rebuilt on etcd %s: it %s %s (%s), which etcd %s cannot start on; "+
 				"set spec.version to one at most one minor above its data's and not below it", m.Name, want, r.source,
 				r.version, s, want)

@@ -21,10 +21,10 @@ func (f *Facts) runs(name, version, storage string) {
 	m.DataVersion = &stewardv1.DataVersion{Server: version, Storage: storage}
 }
 
-// midRoll is a 3-member cluster rolling 3.5.17 → 3.6.16 at turn's turn (followers from the
+// midRoll is a 3-member cluster rolling 3.5.32 → 3.6.16 at turn's turn (followers from the
 // highest ordinal, the leader c-0 last, after handing leadership to c-1): the members before it
 // run 3.6.16 (no storage version yet: the cluster version is still 3.5), turn's template already
-// says 3.6.16 but its data was last written by 3.5.17, and the members after it still run 3.5.17.
+// says 3.6.16 but its data was last written by 3.5.32, and the members after it still run 3.5.32.
 func midRoll(t *testing.T, turn string) Facts {
 	f := healthyFacts(t, 3, "")
 	f.lead("c-1")
@@ -33,13 +33,13 @@ func midRoll(t *testing.T, turn string) Facts {
 	for _, n := range []string{"c-2", "c-1", "c-0"} {
 		switch {
 		case n == turn:
-			f.runs(n, "3.5.17", "")
+			f.runs(n, "3.5.32", "")
 			f.m(n).Template.Version = "3.6.16"
 			done = false
 		case done:
 			f.runs(n, "3.6.16", "")
 		default:
-			f.runs(n, "3.5.17", "")
+			f.runs(n, "3.5.32", "")
 		}
 	}
 	f.Cluster.Spec.Version = "3.7.3" // the second edit, at this very moment
@@ -88,7 +88,7 @@ func TestVersionRefusalNamesTheData(t *testing.T) {
 	f := midRoll(t, "c-0")
 	f.podGone("c-0")
 	d := Plan(f)
-	for _, s := range []string{"c-0", "data last written by etcd 3.5.17", "SkippedMinor"} {
+	for _, s := range []string{"c-0", "data last written by etcd 3.5.32", "SkippedMinor"} {
 		if !strings.Contains(d.AdoptionRefused, s) {
 			t.Errorf("refusal %q lacks %q", d.AdoptionRefused, s)
 		}
@@ -131,7 +131,7 @@ func TestNoPodBuiltOnDataTooOld(t *testing.T) {
 	if d.Action.Kind != Wait || d.Action.Reason != ReasonVersionStepRefused {
 		t.Fatalf("action %s, want a Wait for %s", d.Action, ReasonVersionStepRefused)
 	}
-	for _, s := range []string{"c-0", "3.7.3", "3.5.17"} {
+	for _, s := range []string{"c-0", "3.7.3", "3.5.32"} {
 		if !strings.Contains(d.Action.Message, s) {
 			t.Errorf("message %q lacks %q", d.Action.Message, s)
 		}
@@ -139,7 +139,7 @@ func TestNoPodBuiltOnDataTooOld(t *testing.T) {
 	// Nor rolled onto it: its running Pod is not deleted for a rebuild that would be refused.
 	f = midRoll(t, "c-0")
 	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.7.3" })
-	f.runs("c-0", "3.5.17", "")
+	f.runs("c-0", "3.5.32", "")
 	for _, n := range []string{"c-1", "c-2"} {
 		f.runs(n, "3.7.3", "3.6.0")
 	}
@@ -221,13 +221,13 @@ func TestDataVersionSteps(t *testing.T) {
 func TestDecisionDataVersions(t *testing.T) {
 	f := healthyFacts(t, 3, "")
 	f.ep("c-0").Version, f.ep("c-0").StorageVersion = "3.6.16", "3.6.0"
-	f.m("c-1").DataVersion = &stewardv1.DataVersion{Server: "3.5.17"}
+	f.m("c-1").DataVersion = &stewardv1.DataVersion{Server: "3.5.32"}
 	f.podGone("c-1")
-	f.m("c-2").DataVersion = &stewardv1.DataVersion{Server: "3.5.17"}
+	f.m("c-2").DataVersion = &stewardv1.DataVersion{Server: "3.5.32"}
 	*f.ep("c-2") = health.Endpoint{Member: "c-2", Err: "connection refused", Version: ""}
 	d := Plan(f)
 	want := map[string]stewardv1.DataVersion{"c-0": {Server: "3.6.16", Storage: "3.6.0"},
-		"c-1": {Server: "3.5.17"}, "c-2": {Server: "3.5.17"}}
+		"c-1": {Server: "3.5.32"}, "c-2": {Server: "3.5.32"}}
 	for n, w := range want {
 		if got := d.DataVersions[n]; got == nil || *got != w {
 			t.Errorf("%s: data version %+v, want %+v", n, got, w)

@@ -29,6 +29,7 @@ const (
 	ReasonInitialTarget           Reason = "InitialTarget"
 	ReasonSpecChanged             Reason = "SpecChanged"
 	ReasonVersionStepRefused      Reason = "VersionStepRefused"
+	ReasonDowngrading             Reason = "Downgrading"
 	ReasonBootstrapping           Reason = "Bootstrapping"
 	ReasonRestoreRefused          Reason = "RestoreRefused"
 	ReasonDormant                 Reason = "Dormant"

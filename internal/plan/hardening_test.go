@@ -216,11 +216,11 @@ func TestSequenceFailedPod(t *testing.T) {
 // Defect 5: the minor-step rule reads what members run, not only what is recorded on them.
 func TestVersionHoldReadsRunningVersions(t *testing.T) {
 	f := healthyFacts(t, 3, "")
-	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.4" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.12" })
 	for _, m := range []string{"c-0", "c-1", "c-2"} {
-		f.m(m).Template.Version = "3.6.4" // recorded on every member ...
+		f.m(m).Template.Version = "3.6.12" // recorded on every member ...
 		if m != "c-2" {
-			f.m(m).Pod.Template.Version, f.ep(m).Version = "3.6.4", "3.6.4"
+			f.m(m).Pod.Template.Version, f.ep(m).Version = "3.6.12", "3.6.12"
 			// The storage version etcd 3.6 reports once the cluster runs 3.6, here ahead of c-2's
 			// so that only what c-2 runs holds the edit (the data's own word: dataversion_test.go).
 			f.ep(m).StorageVersion = "3.6.0"
@@ -229,13 +229,13 @@ func TestVersionHoldReadsRunningVersions(t *testing.T) {
 	f.Cluster.Spec.Version = "3.7.0" // ... while c-2 still runs 3.5 (its Pod was seen late)
 	d := Plan(f)
 	if d.Action.Kind == AdoptSpec || !strings.Contains(d.AdoptionRefused, "c-2") {
-		t.Fatalf("adopted 3.7.0 while c-2 runs 3.5.17: %s; refused: %q", d.Action, d.AdoptionRefused)
+		t.Fatalf("adopted 3.7.0 while c-2 runs 3.5.32: %s; refused: %q", d.Action, d.AdoptionRefused)
 	}
-	f.m("c-2").Pod.Template.Version = "3.6.4" // the Pod is current, but etcd still reports 3.5
-	if d := Plan(f); d.Action.Kind == AdoptSpec || !strings.Contains(d.AdoptionRefused, "runs 3.5.17") {
-		t.Fatalf("adopted 3.7.0 while c-2's etcd reports 3.5.17: %s", d.Action)
+	f.m("c-2").Pod.Template.Version = "3.6.12" // the Pod is current, but etcd still reports 3.5
+	if d := Plan(f); d.Action.Kind == AdoptSpec || !strings.Contains(d.AdoptionRefused, "runs 3.5.32") {
+		t.Fatalf("adopted 3.7.0 while c-2's etcd reports 3.5.32: %s", d.Action)
 	}
-	f.ep("c-2").Version, f.ep("c-2").StorageVersion = "3.6.4", "3.6.0"
+	f.ep("c-2").Version, f.ep("c-2").StorageVersion = "3.6.12", "3.6.0"
 	if d := Plan(f); d.Action.Kind != AdoptSpec {
 		t.Fatalf("every member runs 3.6: 3.7.0 must be adopted, got %s (%s)", d.Action, d.AdoptionRefused)
 	}

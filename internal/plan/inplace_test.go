@@ -9,7 +9,7 @@ import (
 
 // newImage: the target moves to another image and every Pod could take it in place.
 func newImage(f *Facts) {
-	f.retarget(func(t *stewardv1.MemberTemplate) { t.Image = "registry.local/etcd:v3.5.17-patched" })
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Image = "registry.local/etcd:v3.5.32-patched" })
 	for i := range f.Members {
 		f.Members[i].Pod.ImageOnly = true
 		f.Members[i].Pod.Template = f.Members[i].Template.DeepCopy()

@@ -79,6 +79,7 @@ func TestKindProperties(t *testing.T) {
 		ExpandPVC:             {acts: true, member: true},
 		PrepareEviction:       {acts: true, member: true, disrupts: true},
 		ScaleSource:           {acts: true},
+		Downgrade:             {acts: true},
 	}
 	for _, k := range Kinds() {
 		w, ok := want[k]

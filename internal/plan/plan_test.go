@@ -80,7 +80,7 @@ func TestPlanBootstrap(t *testing.T) {
 			want: want{kind: CreateMember, member: "c-0", reason: ReasonBootstrapping}},
 		{name: "a spec edit before the seed exists is adopted first", mutate: func(f *Facts) {
 			fresh(f)
-			f.Cluster.Spec.Version = "3.5.18"
+			f.Cluster.Spec.Version = "3.5.33"
 		}, want: want{kind: AdoptSpec, reason: ReasonSpecChanged}},
 		{name: "seed without a Pod: start it as a new cluster", mutate: seedPending,
 			want: want{kind: BootstrapSeed, member: "c-0", message: "initial-cluster-state=new"}},
@@ -393,7 +393,7 @@ func TestPlanRepair(t *testing.T) {
 		}, want: want{kind: Wait, reason: ReasonMembersUnreachable, message: "c-1, c-2"}},
 		{name: "repair adopts a corrected spec first", mutate: func(f *Facts) {
 			f.podGone("c-1")
-			f.Cluster.Spec.Version = "3.5.18"
+			f.Cluster.Spec.Version = "3.5.33"
 		}, want: want{kind: AdoptSpec, reason: ReasonSpecChanged}},
 		{name: "cluster being deleted: nothing", mutate: func(f *Facts) {
 			f.Cluster.DeletionTimestamp = &metav1.Time{}

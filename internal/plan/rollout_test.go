@@ -104,17 +104,17 @@ func TestPlanRollout(t *testing.T) {
 		{name: "roll before scale-up", mutate: func(f *Facts) { outdated(f); f.setReplicas(5) },
 			want: want{kind: DeletePod, member: "c-2", disruption: disruption.Restart}},
 		{name: "a spec edit waits while a Pod is on its way out", mutate: func(f *Facts) {
-			f.Cluster.Spec.Version = "3.5.18"
+			f.Cluster.Spec.Version = "3.5.33"
 			f.m("c-2").Pod.Deleting = true
 		}, want: want{kind: Wait, reason: ReasonWaitingForPodDeletion}},
 		{name: "a spec edit waits while a learner catches up", mutate: func(f *Facts) {
-			f.Cluster.Spec.Version = "3.5.18"
+			f.Cluster.Spec.Version = "3.5.33"
 			f.setReplicas(4)
 			f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
 			f.addLearner("c-3", false)
 		}, want: want{kind: Wait, reason: ReasonLearnerCatchingUp}},
 		{name: "a skipped minor is not adopted; the current target rolls on", mutate: func(f *Facts) {
-			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.4" })
+			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.12" })
 			f.Cluster.Spec.Version = "3.7.0"
 		}, want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
 		{name: "paused: nothing, and says what is next", mutate: func(f *Facts) { outdated(f); f.Cluster.Spec.Paused = true },

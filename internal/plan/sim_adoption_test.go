@@ -45,7 +45,7 @@ func adoptionWorld(t *testing.T, n int, replicas int32) *world {
 	w.cluster.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptrTo(false)}
 	w.cluster.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: &stewardv1.JoinSpec{
 		Endpoints: []string{"http://etcd.ns.svc:2379"}, StatefulSetName: "etcd"}}
-	w.adopt = &adoptWorld{sources: map[string]*wSource{}, set: "etcd", replicas: int32(n), version: "3.5.17",
+	w.adopt = &adoptWorld{sources: map[string]*wSource{}, set: "etcd", replicas: int32(n), version: "3.5.32",
 		checks: []stewardv1.AdoptionCheck{{Name: "Reachable", Passed: true}}, minVoters: n}
 	for i := range n {
 		pod := fmt.Sprintf("etcd-%d", i)

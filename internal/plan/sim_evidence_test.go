@@ -297,7 +297,7 @@ func TestSequenceInPlaceRestartWaitsForTheKubelet(t *testing.T) {
 					w.violate("%d members unready at once: %v", len(out), out)
 				}
 			}
-			w.converge(map[int]func(*world){1: func(w *world) { w.cluster.Spec.Image = "registry.local/etcd:v3.5.17-patched" }})
+			w.converge(map[int]func(*world){1: func(w *world) { w.cluster.Spec.Image = "registry.local/etcd:v3.5.32-patched" }})
 			w.assertConverged()
 			var restarted []string
 			for _, e := range w.events {

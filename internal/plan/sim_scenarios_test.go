@@ -234,7 +234,7 @@ func TestSequenceVersionSteps(t *testing.T) {
 				}
 			}
 		}
-		w.converge(map[int]func(*world){1: setVersion("3.6.4"), 3: setVersion("3.7.0")})
+		w.converge(map[int]func(*world){1: setVersion("3.6.12"), 3: setVersion("3.7.0")})
 		w.assertConverged()
 		if !refused {
 			t.Errorf("%s: 3.7.0 was never refused while members ran 3.5", mediumName(med))

@@ -105,7 +105,7 @@ func Test_RollingSequences(t *testing.T) {
 		},
 		{
 			name: "roll 5 with leader in the middle", n: 5, media: media,
-			hooks: map[int]func(*world){1: both(leadWith("c-2"), setVersion("3.5.18"))},
+			hooks: map[int]func(*world){1: both(leadWith("c-2"), setVersion("3.5.33"))},
 			expect: func(t *testing.T, w *world, _ map[string]uint64) {
 				wantOrder(t, w, "c-4", "c-3", "c-1", "c-0", "c-2")
 			},
@@ -162,7 +162,7 @@ func Test_RollingSequences(t *testing.T) {
 		},
 		{
 			name: "version patch then minor", n: 3, media: media,
-			hooks: map[int]func(*world){1: setVersion("3.5.18"), 40: setVersion("3.6.4")},
+			hooks: map[int]func(*world){1: setVersion("3.5.33"), 40: setVersion("3.6.12")},
 		},
 	}
 	for _, tt := range tests {

@@ -171,7 +171,7 @@ func template(version string) stewardv1.MemberTemplate {
 func newWorld(t testing.TB, replicas int32, medium stewardv1.StorageMedium) *world {
 	c := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-1"}}
 	c.Spec.Replicas = ptrTo(replicas)
-	c.Spec.MemberTemplate = template("3.5.17")
+	c.Spec.MemberTemplate = template("3.5.32")
 	c.Spec.Storage.Medium = medium
 	w := &world{
 		t: t, rng: rand.New(rand.NewSource(1)), cluster: c, faults: map[string]bool{}, unschedulable: map[string]bool{},

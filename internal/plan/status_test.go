@@ -101,7 +101,7 @@ func TestConditions(t *testing.T) {
 			f.Cluster.Spec.UpdateStrategy.Type = stewardv1.OnDelete
 		}, want: []condWant{{ConditionRollingUpdate, "True", ReasonWaitingForDeletion, "c-2, c-1, c-0"}}},
 		{name: "paused with a pending change", mutate: func(f *Facts) {
-			f.Cluster.Spec.Version = "3.5.18"
+			f.Cluster.Spec.Version = "3.5.33"
 			f.Cluster.Spec.Paused = true
 		}, want: []condWant{
 			{ConditionRollingUpdate, "True", ReasonPaused, "c-0, c-1, c-2"},

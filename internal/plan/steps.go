@@ -102,6 +102,7 @@ func (v *view) steps() []step {
 		{"repair", "repair one failed member (data lost, memory Pod Failed, crash loop, stuck learner)", plain(v.repair)},
 		{"nodeLoss", "replace one member lost with its node, or with its node-local volume's node, elsewhere under a new name", v.nodeLoss},
 		{"noSpace", "NOSPACE: compact, defragment one member at a time, disarm", plain(v.noSpace)},
+		{"downgrade", "a downgrade by one minor through etcd's protocol: record, enable, wait for the storage version, cancel, finish (the roll takes the members)", plain(v.downgrade)},
 		{"handOver", "adopting a running cluster: preflight, then add one Steward member or remove one source member (stopping its StatefulSet Pod) at a time; abort", v.handOver},
 		{"pending", "add a pending member (a learner's Pod, then its promotion)", plain(v.pending)},
 		{"waitingRemoval", "report the removal the chokepoint refused for now", v.waitingRemoval},

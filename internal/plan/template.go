@@ -2,11 +2,13 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/versionguard"
 )
 
 // Compare classifies how a member's recorded template differs from the target. The comparison is
@@ -72,25 +74,67 @@ func (f *Facts) specAdopted() bool {
 // member must be able to step to it directly, so a second edit (3.5 → 3.6 → 3.7) waits until every
 // member runs 3.6, however quickly the user typed. "Runs" is what each member's etcd reports and
 // what its Pod was built from, not only the template recorded on the member: a template is
-// recorded before its Pod starts, and a Pod list seen late can hide an old Pod still running.
+// recorded before its Pod starts, and a Pod list seen late can hide an old Pod still running; and
+// the cluster version etcd reports, which it raises only once every member runs the newer minor.
+// A minor up also needs the patch etcd's upgrade guide asks for (versionguard.Minimums); a minor
+// down goes through etcd's downgrade protocol first (downgrade.go); and the spec's extraArgs must
+// be flags the version knows.
 func (v *view) versionRefusal() string {
 	want := v.f.specTemplate().Version
+	if unknown := versionguard.UnknownArgs(want, v.f.specTemplate().Options.ExtraArgs); len(unknown) > 0 {
+		return fmt.Sprintf("spec.options.extraArgs has %s, which etcd %s does not know (etcd %s --help): remove it from "+
+			"extraArgs first", strings.Join(unknown, ", "), want, versionguard.Minor(want))
+	}
+	if why := v.downgradeRefusal(); why != "" {
+		return why
+	}
+	var lines []versionLine
 	for _, m := range v.members {
 		if m.Deleting {
 			continue
 		}
 		for _, run := range v.runningVersions(m) {
-			if s := ClassifyVersion(run.version, want); !s.Allowed() {
-				return fmt.Sprintf("spec.version %s is refused for now: %s %s %s (%s); etcd upgrades one minor "+
-					"version at a time and cannot be downgraded, so the current rollout finishes first",
-					want, m.Name, run.source, run.version, s)
+			lines = append(lines, versionLine{m.Name, run})
+		}
+	}
+	if cv := v.f.Etcd.ClusterVersion; cv != "" {
+		lines = append(lines, versionLine{"the cluster", runningVersion{version: storageFull(cv), source: "speaks cluster version"}})
+	}
+	for _, l := range lines {
+		s := ClassifyVersion(l.version, want)
+		switch {
+		case s == StepDowngrade && v.downgradeAllows(l.runningVersion, want):
+		case s == StepDowngrade && versionguard.CheckDowngrade(l.version, want) != "":
+			return fmt.Sprintf("spec.version %s is refused for now: %s %s %s; %s", want, l.name, l.source, l.version,
+				versionguard.CheckDowngrade(l.version, want))
+		case s == StepDowngrade && versionguard.IsDowngrade(l.version, want):
+			return fmt.Sprintf("spec.version %s waits for etcd's downgrade protocol: %s %s %s (enabled first, "+
+				"then every member's storage version lowered)", want, l.name, l.source, l.version)
+		case !s.Allowed():
+			return fmt.Sprintf("spec.version %s is refused for now: %s %s %s (%s); etcd upgrades one minor "+
+				"version at a time and cannot be downgraded, so the current rollout finishes first",
+				want, l.name, l.source, l.version, s)
+		case s == StepMinorUp && l.server:
+			if why := versionguard.CheckUpgrade(l.version, want); why != "" {
+				return fmt.Sprintf("spec.version %s is refused: %s %s %s; %s", want, l.name, l.source, l.version, why)
 			}
 		}
 	}
 	return ""
 }
 
-type runningVersion struct{ version, source string }
+// versionLine is a running version and whose it is.
+type versionLine struct {
+	name string
+	runningVersion
+}
+
+// runningVersion is one version a member may be running, and where it was read; server: it is an
+// etcd server version (its patch level means something), not a storage or cluster version.
+type runningVersion struct {
+	version, source string
+	server          bool
+}
 
 // runningVersions are every version a member may be running: its recorded template, the template its
 // Pod was built from, the server version its etcd reports, and what its data holds the next etcd to
@@ -99,13 +143,13 @@ type runningVersion struct{ version, source string }
 func (v *view) runningVersions(m *memberView) []runningVersion {
 	var out []runningVersion
 	if !m.Pod.Exists || m.Pod.VersionRefused == "" {
-		out = append(out, runningVersion{m.Template.Version, "is recorded at"})
+		out = append(out, runningVersion{m.Template.Version, "is recorded at", true})
 		if t := m.Pod.Template; m.Pod.Exists && t != nil {
-			out = append(out, runningVersion{t.Version, "has a Pod built for"})
+			out = append(out, runningVersion{t.Version, "has a Pod built for", true})
 		}
 	}
 	if m.ep != nil && m.ep.Reachable && m.ep.Version != "" {
-		out = append(out, runningVersion{m.ep.Version, "runs"})
+		out = append(out, runningVersion{m.ep.Version, "runs", true})
 	}
 	return append(out, dataVersions(m.dataVersion())...)
 }

@@ -22,7 +22,7 @@ var fieldCases = []struct {
 	// column); resizeCases prove the resize.
 	inPlace string
 }{
-	{"Version", func(t *stewardv1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
+	{"Version", func(t *stewardv1.MemberTemplate) { t.Version = "3.5.33" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
 	{"Image", func(t *stewardv1.MemberTemplate) { t.Image = "registry.local/etcd:custom" }, ChangeRoll, ChangeRoll, "container restart, if only the image changes"},
 	{"ImagePullSecrets", func(t *stewardv1.MemberTemplate) {
 		t.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
@@ -68,12 +68,12 @@ var moreCases = []struct {
 	{"extraArgs", func(t *stewardv1.MemberTemplate) { t.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"} }, ChangeRoll, ChangeRoll},
 	{"metadata and a roll", func(t *stewardv1.MemberTemplate) {
 		t.PodMetadata.Labels = map[string]string{"a": "b"}
-		t.Version = "3.5.18"
+		t.Version = "3.5.33"
 	}, ChangeRoll | ChangeMetadata, ChangeRoll | ChangeMetadata},
 }
 
 func TestCompare(t *testing.T) {
-	base := template("3.5.17")
+	base := template("3.5.32")
 	check := func(t *testing.T, edit func(*stewardv1.MemberTemplate), pvc, mem Change) {
 		t.Helper()
 		target := *base.DeepCopy()
@@ -113,7 +113,7 @@ var resizeCases = []struct {
 	{"Guaranteed stays Guaranteed", res("1", "1Gi", "1", "1Gi"), res("2", "1Gi", "2", "1Gi"), nil, ChangeResize},
 	{"Guaranteed to Burstable: QoS is immutable", res("1", "1Gi", "1", "1Gi"), res("500m", "1Gi", "1", "1Gi"), nil, ChangeRoll},
 	{"resources and a version", res("100m", "", "", ""), res("250m", "", "", ""),
-		func(t *stewardv1.MemberTemplate) { t.Version = "3.5.18" }, ChangeRoll},
+		func(t *stewardv1.MemberTemplate) { t.Version = "3.5.33" }, ChangeRoll},
 	{"resources and metadata", res("100m", "", "", ""), res("250m", "", "", ""),
 		func(t *stewardv1.MemberTemplate) { t.PodMetadata.Labels = map[string]string{"a": "b"} }, ChangeResize | ChangeMetadata},
 }
@@ -138,7 +138,7 @@ func res(cpuReq, memReq, cpuLim, memLim string) corev1.ResourceRequirements {
 func TestCompareResize(t *testing.T) {
 	for _, c := range resizeCases {
 		t.Run(c.name, func(t *testing.T) {
-			from, to := template("3.5.17"), template("3.5.17")
+			from, to := template("3.5.32"), template("3.5.32")
 			from.Resources, to.Resources = c.from, c.to
 			if c.with != nil {
 				c.with(&to)
@@ -166,7 +166,7 @@ func TestCompareCoversEveryField(t *testing.T) {
 }
 
 func TestExpansionNeeded(t *testing.T) {
-	target := template("3.5.17") // 4Gi
+	target := template("3.5.32") // 4Gi
 	tests := []struct {
 		name   string
 		pvc    PVC
@@ -196,21 +196,21 @@ func TestClassifyVersion(t *testing.T) {
 		want     VersionStep
 		allowed  bool
 	}{
-		{"3.5.17", "3.5.17", StepSame, true},
-		{"3.5.17", "3.5.18", StepPatch, true},
-		{"3.5.18", "3.5.2", StepPatch, true},
-		{"3.5.17", "3.6.0", StepMinorUp, true},
-		{"3.6.4", "3.7.0", StepMinorUp, true},
-		{"3.6.4", "3.5.17", StepDowngrade, false},
-		{"3.6.4", "2.9.9", StepDowngrade, false},
-		{"3.5.17", "3.7.0", StepSkippedMinor, false},
+		{"3.5.32", "3.5.32", StepSame, true},
+		{"3.5.32", "3.5.33", StepPatch, true},
+		{"3.5.33", "3.5.2", StepPatch, true},
+		{"3.5.32", "3.6.0", StepMinorUp, true},
+		{"3.6.12", "3.7.0", StepMinorUp, true},
+		{"3.6.12", "3.5.32", StepDowngrade, false},
+		{"3.6.12", "2.9.9", StepDowngrade, false},
+		{"3.5.32", "3.7.0", StepSkippedMinor, false},
 		{"3.7.0", "4.0.0", StepSkippedMinor, false},
 		{"v3.6.0", "3.6.1", StepPatch, true},
 		{"3.6.0-rc.1", "3.6.0", StepSame, true},
 		{"3.6.0+build.7", "3.7.0", StepMinorUp, true},
 		{"3.6", "3.7.0", StepUnparseable, true},
 		{"3.6.x", "3.7.0", StepUnparseable, true},
-		{"3.6.4", "latest", StepUnparseable, true},
+		{"3.6.12", "latest", StepUnparseable, true},
 		{"", "3.6.0", StepUnparseable, true},
 		{"3..0", "3.6.0", StepUnparseable, true},
 		{"-3.6.0", "3.6.0", StepUnparseable, true},

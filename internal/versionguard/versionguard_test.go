@@ -17,9 +17,9 @@ func TestCheckUpgrade(t *testing.T) {
 		{"3.5.17", "3.6.16", "https://etcd.io/docs/v3.6/upgrades/upgrade_3_6/"},
 		{"3.6.10", "3.7.3", "run 3.6.11 or later before 3.7"},
 		{"3.6.11", "3.7.3", ""},
-		{"3.6.10", "3.6.16", ""},    // a patch: no minimum
-		{"3.4.30", "3.5.35", ""},    // no documented minimum
-		{"3.5.17", "3.7.3", ""},     // two minors: the one-minor rule's business
+		{"3.6.10", "3.6.16", ""}, // a patch: no minimum
+		{"3.4.30", "3.5.35", ""}, // no documented minimum
+		{"3.5.17", "3.7.3", ""},  // two minors: the one-minor rule's business
 		{"3.5.17-rc.1", "3.6.0", "3.5.32"},
 		{"custom", "3.6.16", ""},
 	} {
