@@ -143,6 +143,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.expandPVC(ctx, ec, o, m)
 	case plan.ScaleSource:
 		return r.scaleSource(ctx, ec, a)
+	case plan.Downgrade:
+		return r.downgrade(ctx, ec, o, a)
 	}
 	return fmt.Errorf("action %s has no implementation", a.Kind)
 }

@@ -129,6 +129,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		o.facts.RestoreHold = o.restore.hold
 	}
 	o.facts.ImageHold = r.imageHold(ctx)
+	if o.facts.DowngradeBackup, err = r.downgradeBackup(ctx, &ec); err != nil {
+		return ctrl.Result{}, err
+	}
 	if o.facts.Adoption, err = r.adoptionFacts(ctx, &ec, o, takenServices); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -153,7 +156,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.setBackupStatus(ctx, &ec); err != nil {
 		return ctrl.Result{}, errors.Join(applyErr, err)
 	}
-	if err := r.writeStatus(ctx, base, &ec, recoveryIntent(a)); err != nil {
+	if err := r.writeStatus(ctx, base, &ec, intentOnly(a)); err != nil {
 		if apierrors.IsConflict(err) {
 			// Decided from an object that has since changed: decide again from the newer one.
 			logger.V(1).Info("status changed since it was read; planning again")
@@ -196,13 +199,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: afterAction}, nil
 }
 
-// recoveryIntent: the action's whole effect is the quorum-recovery record it writes to status, and
-// the stages that fence and discard run from that record, so it is written only onto the object
-// it was decided from (a reconcile that read a cache behind its own last write would otherwise
-// start a recovery twice, or re-run a stage).
-func recoveryIntent(a plan.Action) bool {
+// intentOnly: the action's effect is a record in status the next stages run from (a quorum
+// recovery's, a downgrade's), so it is written only onto the object it was decided from (a
+// reconcile that read a cache behind its own last write would otherwise start a recovery or a
+// downgrade twice, or re-run a stage).
+func intentOnly(a plan.Action) bool {
 	switch a.Kind {
-	case plan.StartRecovery, plan.RecoveryStep, plan.FinishRecovery, plan.AbortRecovery:
+	case plan.StartRecovery, plan.RecoveryStep, plan.FinishRecovery, plan.AbortRecovery, plan.Downgrade:
 		return true
 	}
 	return false

@@ -13,6 +13,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/plan"
+	"github.com/etcd-steward/steward/internal/versionguard"
 )
 
 func newPlanCommand(get envFunc) *cobra.Command {
@@ -96,6 +97,16 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	target := next.Spec.MemberTemplate
 	if from, to := live.Spec.Version, next.Spec.Version; from != to {
 		add("version %s -> %s (%s step)", from, to, plan.ClassifyVersion(from, to))
+		switch {
+		case versionguard.IsDowngrade(from, to) && versionguard.CheckDowngrade(from, to) == "":
+			add("through etcd's downgrade protocol: a backup first (when an EtcdBackupSchedule backs the cluster up), "+
+				"then etcd downgrade validate and enable %s", versionguard.Minor(to))
+			add("wait until every member reports storage version %s.0; the members then roll leader last", versionguard.Minor(to))
+		case plan.ClassifyVersion(from, to) == plan.StepDowngrade:
+			add("refused: %s", versionguard.CheckDowngrade(from, to))
+		case versionguard.CheckUpgrade(from, to) != "":
+			add("refused: %s", versionguard.CheckUpgrade(from, to))
+		}
 	}
 	type change struct {
 		m    plan.RollRank

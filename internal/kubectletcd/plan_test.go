@@ -84,3 +84,34 @@ func TestPlanStepsFollowThePlanner(t *testing.T) {
 		t.Errorf("PlanSteps:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A one-minor downgrade is planned through etcd's protocol, leader last; two minors, or a patch
+// below etcd's minimum before an upgrade, are refused with the path.
+func TestPlanStepsVersionPaths(t *testing.T) {
+	members := func(live *stewardv1.EtcdCluster) []stewardv1.EtcdMember {
+		var out []stewardv1.EtcdMember
+		for _, m := range fixtureMembers() {
+			if m.Spec.ClusterName == "demo" {
+				m.Spec.Template = live.Spec.MemberTemplate
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"3.6.16", "3.5.35", "2. through etcd's downgrade protocol: a backup first (when an EtcdBackupSchedule backs the cluster up), then etcd downgrade validate and enable 3.5\n" +
+			"3. wait until every member reports storage version 3.5.0; the members then roll leader last\n" +
+			"4. demo-2: restart it on the new template"},
+		{"3.7.3", "3.5.35", "2. refused: etcd downgrades one minor version at a time: set spec.version to a 3.6 release first"},
+		{"3.5.30", "3.6.16", "2. refused: etcd's upgrade guide asks every 3.5 member to run 3.5.32 or later before 3.6"},
+	} {
+		live := fixtureCluster()
+		live.Spec.Version = tc.from
+		next := live.DeepCopy()
+		next.Spec.Version = tc.to
+		got := strings.Join(PlanSteps(live, next, members(live)), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%s -> %s:\n%s\nwant it to contain:\n%s", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

@@ -152,6 +152,9 @@ func RenderStatus(w io.Writer, s Status, now time.Time) error {
 	if r := s.Restore; r != nil {
 		line("Restored from", "%s (revision %d)", r.Source, r.Revision)
 	}
+	if d := s.Downgrade; d != nil {
+		line("Downgrade", "%s", downgradeLine(d, now))
+	}
 	if q := s.Quorum; q != nil {
 		quorumLines(line, q, now)
 	}
@@ -292,4 +295,19 @@ func size(n int64) string {
 		return fmt.Sprintf("%dB", n)
 	}
 	return fmt.Sprintf("%.1f%s", f, units[i])
+}
+
+// downgradeLine is status.downgrade in one line: from, to, stage, since, the backup taken first.
+func downgradeLine(d *stewardv1.DowngradeStatus, now time.Time) string {
+	out := fmt.Sprintf("%s -> %s: %s (started %s)", d.From, d.Target, d.Stage, age(now, d.StartedAt.Time))
+	if d.FinishedAt != nil {
+		out += ", finished " + age(now, d.FinishedAt.Time)
+	}
+	if d.Backup != "" {
+		out += "; backup " + d.Backup
+	}
+	if d.Stage.Active() && d.Message != "" {
+		out += "; " + d.Message
+	}
+	return out
 }

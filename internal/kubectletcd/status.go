@@ -83,6 +83,7 @@ func BuildStatus(ec *stewardv1.EtcdCluster, members []stewardv1.EtcdMember, back
 		s.Restore = &RestoreView{Source: r.Source, Revision: r.Revision, RestoredAt: r.RestoredAt}
 	}
 	s.Adoption = st.Adoption.DeepCopy()
+	s.Downgrade = st.Downgrade.DeepCopy()
 	return s
 }
 

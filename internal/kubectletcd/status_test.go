@@ -197,3 +197,19 @@ func TestAgeAndSize(t *testing.T) {
 		}
 	}
 }
+
+// A downgrade in progress shows its stage, its backup and what it waits for.
+func TestStatusDowngrade(t *testing.T) {
+	ec := allFixtures()[0].(*stewardv1.EtcdCluster).DeepCopy()
+	ec.Status.Downgrade = &stewardv1.DowngradeStatus{From: "3.7.3", Target: "3.6.16", Stage: stewardv1.DowngradeEnabled,
+		StartedAt: at(-2 * time.Minute), Backup: "demo-before-downgrade-3-6-1796000000",
+		Message: "etcd's downgrade to 3.6.16 is enabled; the members roll once every one reports storage version 3.6.0"}
+	h := newHarness(t, nil, append([]client.Object{ec}, allFixtures()[1:]...)...)
+	if err := h.run(t, "status", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	want := "Downgrade:     3.7.3 -> 3.6.16: Enabled (started 2m ago); backup demo-before-downgrade-3-6-1796000000; etcd's downgrade"
+	if !strings.Contains(h.out.String(), want) {
+		t.Errorf("status lacks %q:\n%s", want, h.out.String())
+	}
+}

@@ -38,6 +38,8 @@ type Status struct {
 	Backup   BackupView   `json:"backup"`
 	Quorum   *QuorumView  `json:"quorumRecovery,omitempty"`
 	Restore  *RestoreView `json:"restoredFrom,omitempty"`
+	// Downgrade is status.downgrade: the downgrade through etcd's protocol in progress, or the last.
+	Downgrade *stewardv1.DowngradeStatus `json:"downgrade,omitempty"`
 	// Adoption is status.adoption of a cluster taking over a running one.
 	Adoption *stewardv1.AdoptionStatus `json:"adoption,omitempty"`
 	Conds    []ConditionView           `json:"conditions"`

@@ -33,6 +33,9 @@ func (v *view) downgrade() (Action, bool) {
 			return act(Downgrade, "", ReasonDowngrading, "spec.version is %s again before etcd's downgrade to %s was "+
 				"enabled: cancelling it (etcd's downgrade cancel)", want, d.Target).toStage(stewardv1.DowngradeCancelling), true
 		}
+		if a, ok := v.downgradeBackupWait(d); ok {
+			return a, true
+		}
 		if r := v.gate(); !r.Passed() {
 			return wait(ReasonWaitingForHealth, "enabling etcd's downgrade to %s waits for the recovery gate: %s", d.Target, r), true
 		}
@@ -238,4 +241,26 @@ func (v *view) downgradeRefusal() string {
 		return fmt.Sprintf("spec.version %s waits for etcd's downgrade to %s to be cancelled first", want, d.Target)
 	}
 	return ""
+}
+
+// downgradeBackupWait holds enabling etcd's downgrade until the backup taken for it succeeded. A
+// failed or vanished backup holds it for good: the user withdraws the downgrade (spec.version
+// back) and asks again, which takes a new one.
+func (v *view) downgradeBackupWait(d *stewardv1.DowngradeStatus) (Action, bool) {
+	b := v.f.DowngradeBackup
+	if d.Backup == "" || b == nil || b.Phase == stewardv1.BackupSucceeded {
+		return Action{}, false
+	}
+	switch b.Phase {
+	case stewardv1.BackupFailed, "":
+		what := "failed: " + b.Message
+		if b.Phase == "" {
+			what = "is gone"
+		}
+		return wait(ReasonDowngrading, "the backup %s taken before the downgrade to %s %s; etcd's downgrade is not "+
+			"enabled. Set spec.version back to %s to withdraw it, then ask again for a new backup", d.Backup, d.Target,
+			what, d.From), true
+	}
+	return wait(ReasonDowngrading, "the downgrade to %s waits for the backup %s taken first (%s)", d.Target, d.Backup,
+		b.Phase), true
 }

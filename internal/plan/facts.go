@@ -65,6 +65,16 @@ type Facts struct {
 	// stored (0: none runs). Steward's own compactions never pass it: the revisions after it exist
 	// only in etcd until the streamer stores them.
 	ContinuousDurable int64
+	// DowngradeBackup is the backup status.downgrade.backup names, as read live; nil when it names
+	// none. Phase "" when it is not found.
+	DowngradeBackup *BackupFact
+}
+
+// BackupFact is one EtcdBackup's outcome.
+type BackupFact struct {
+	Name    string
+	Phase   stewardv1.BackupPhase
+	Message string
 }
 
 // Adoption is what the plan needs beyond etcd's own reads to hand a source over.
