@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-steward/steward/internal/failpoint"
 )
 
 // Versions is what a member's /version says: its server version, the cluster version (what the
@@ -47,11 +49,17 @@ func (c *Client) Versions(ctx context.Context, endpoint string) (Versions, error
 // Downgrade runs one of etcd's downgrade actions (validate, enable, cancel) for the target
 // version's major.minor, and returns the cluster version etcd answered with.
 func (c *Client) Downgrade(ctx context.Context, action clientv3.DowngradeAction, minor string) (string, error) {
-	ctx, cancel := withTimeout(ctx)
+	if action == clientv3.DowngradeEnable {
+		failpoint.Hit(ctx, failpoint.BeforeDowngradeEnable)
+	}
+	call, cancel := withTimeout(ctx)
 	defer cancel()
-	resp, err := c.c.Downgrade(ctx, action, minor)
+	resp, err := c.c.Downgrade(call, action, minor)
 	if err != nil {
 		return "", err
+	}
+	if action == clientv3.DowngradeEnable {
+		failpoint.Hit(ctx, failpoint.AfterDowngradeEnable)
 	}
 	return resp.Version, nil
 }

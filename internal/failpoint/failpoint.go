@@ -28,6 +28,9 @@ const (
 	AfterAlarmDisarm    = "after-alarm-disarm"
 	BeforePodDelete     = "before-pod-delete"
 	AfterPodDelete      = "after-pod-delete"
+	// The downgrade's enable: etcd enabled it, status.downgrade does not say so yet.
+	BeforeDowngradeEnable = "before-downgrade-enable"
+	AfterDowngradeEnable  = "after-downgrade-enable"
 )
 
 // Points lists every point, for the campaign to pick from: a name missing here would never be
@@ -41,4 +44,5 @@ var Points = []string{
 	BeforeCompact, AfterCompact,
 	BeforeAlarmDisarm, AfterAlarmDisarm,
 	BeforePodDelete, AfterPodDelete,
+	BeforeDowngradeEnable, AfterDowngradeEnable,
 }

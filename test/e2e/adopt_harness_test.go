@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -596,14 +595,8 @@ func killOperatorAtEachStep(t *testing.T, ns string) func() int {
 			if last != "" && step != last {
 				t.Logf("hand-over step %s -> %s: killing the operator", last, step)
 				// Not killOperator: t.Fatal must not be called off the test's goroutine.
-				var pods corev1.PodList
-				if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
-					t.Errorf("listing the operator's Pods: %v", err)
-				}
-				for i := range pods.Items {
-					if err := f.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-						t.Errorf("killing the operator: %v", err)
-					}
+				if err := killOperatorNow(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("%v", err)
 				}
 				kills++
 			}

@@ -232,43 +232,11 @@ func errNote(err error) string {
 // kills it (SIGKILL: the Pod deleted with no grace) and disarms. A point not reached in time
 // injects nothing.
 func (c *campaign) failpoint(ctx context.Context, s chaos.Step) (bool, string) {
-	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: c.name}}
-	arm := func(v string) error {
-		val := "null"
-		if v != "" {
-			val = fmt.Sprintf("%q", v)
-		}
-		return f.MergePatch(context.Background(), ec, fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, stewardv1.AnnotationFailpoint, val))
-	}
-	if err := arm(s.Failpoint); err != nil {
-		return false, err.Error()
-	}
-	armed := time.Now()
-	hit := false
-	_ = framework.Poll(ctx, s.FaultFor+20*time.Second, func(ctx context.Context) (bool, error) {
-		op, err := operatorPod(ctx)
-		if err != nil {
-			return false, err
-		}
-		since := fmt.Sprintf("--since=%ds", int(time.Since(armed).Seconds())+5)
-		out, err := f.Kubectl(ctx, "logs", "-n", f.OperatorNamespace, op.Name, since)
-		if err != nil {
-			return false, err
-		}
-		for _, line := range strings.Split(out, "\n") {
-			if strings.Contains(line, "failpoint hit") && strings.Contains(line, c.ns) && strings.Contains(line, s.Failpoint) {
-				hit = true
-			}
-		}
-		return hit, nil
-	})
-	if hit {
-		killOperator(c.t)
-	}
-	if err := arm(""); err != nil {
-		return hit, "disarming: " + err.Error()
-	}
-	if !hit {
+	hit, err := stopAtFailpoint(ctx, c.ns, c.name, s.Failpoint, s.FaultFor+20*time.Second)
+	switch {
+	case err != nil:
+		return hit, err.Error()
+	case !hit:
 		return false, "not reached"
 	}
 	return true, "operator stopped at " + s.Failpoint + ", then killed"

@@ -20,6 +20,9 @@ import (
 // how long it took. Only the test's own Pods run on its pool's nodes.
 func drain(t *testing.T, node string) time.Duration {
 	t.Helper()
+	// The operator must be up for the whole drain: its eviction webhook is what holds each eviction
+	// until leadership is handed over and the member prepared.
+	defer holdOperator(t)()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	start := time.Now()

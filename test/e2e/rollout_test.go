@@ -89,8 +89,9 @@ func TestRollVersion(t *testing.T) {
 					t.Errorf("member %s reports %s, want %s", m.Name, m.Version, to)
 				}
 			}
-			// Admission refuses a downgrade and a skipped minor on a live cluster.
-			for _, bad := range []string{from, "3.9.0"} {
+			// Admission refuses two minors down and a skipped minor on a live cluster (one minor
+			// down is a downgrade through etcd's protocol: TestDowngrade).
+			for _, bad := range []string{twoMinorsBelow(to), "3.9.0"} {
 				// Conflicts with the operator's status writes are retried (CI saw one).
 				err := tryUpdate(ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = bad })
 				if err == nil || !strings.Contains(err.Error(), "spec.version") {
@@ -340,4 +341,13 @@ func TestPaused(t *testing.T) {
 	update(t, ns, "web", func(ec *stewardv1.EtcdCluster) { ec.Spec.Paused = false })
 	waitSettled(t, ns, "web", 5, 6*time.Minute)
 	podsOn(t, ns, "web", 5, "on the new resources", hasCPURequest("36m"))
+}
+
+// twoMinorsBelow is a version two minors below v ("3.7.3" -> "3.5.0").
+func twoMinorsBelow(v string) string {
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d.", &major, &minor); err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%d.%d.0", major, minor-2)
 }

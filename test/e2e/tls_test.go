@@ -388,20 +388,6 @@ func secretCert(t *testing.T, ns, name, key string) *x509.Certificate {
 	return certs[0]
 }
 
-// killOperator deletes the operator's Pods at once; its Deployment starts a new one.
-func killOperator(t *testing.T) {
-	t.Helper()
-	var pods corev1.PodList
-	if err := f.Client.List(context.Background(), &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range pods.Items {
-		if err := f.Client.Delete(context.Background(), &pods.Items[i], client.GracePeriodSeconds(0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // checkPeerPort: the peer port admits a member's peer certificate but refuses the application's
 // client certificate, although one CA signed both.
 func checkPeerPort(t *testing.T, ns, name string, app *corev1.Secret) {
