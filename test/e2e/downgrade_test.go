@@ -1,0 +1,163 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/failpoint"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+// TestDowngrade (issue 28): one minor at a time through etcd's downgrade protocol, under traffic.
+func TestDowngrade(t *testing.T) {
+	t.Parallel()
+	v35, v36, v37 := versionOf(t, "3.5"), versionOf(t, "3.6"), versionOf(t, "3.7")
+
+	// 3.7 → 3.6 → 3.5 with a kube-apiserver storing in the cluster throughout, the operator killed
+	// right after etcd enabled the first downgrade (before status said so). Two minors at once is
+	// refused at admission.
+	t.Run("3.7-to-3.6-to-3.5", func(t *testing.T) {
+		t.Parallel()
+		ns := settledCluster(t, "down", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v37 })
+		err := tryUpdate(ns, "down", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v35 })
+		if err == nil || !strings.Contains(err.Error(), "one minor version at a time") {
+			t.Errorf("%s -> %s was not refused at admission: %v", v37, v35, err)
+		}
+		proxy := framework.StartTCPProxy(t, clientServiceAddr(t, ns, "down"))
+		kas := framework.StartKubeAPIServer(t, f.KubeAPIServer, t.TempDir(), "https://"+proxy.Addr, "/kas-down", appFiles(t, ns, "down"))
+		load := startAPILoad(t, kas, "down")
+		data := putData(t, clientFor(t, ns, "down"), "/down/", 30)
+		start, from := time.Now(), v37
+		for i, to := range []string{v36, v35} {
+			handoffs := len(eventsWith(t, ns, "down", "MoveLeader"))
+			w := watchRoll(t, ns, "down", 3)
+			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = to })
+			if i == 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+				hit, err := stopAtFailpoint(ctx, ns, "down", failpoint.AfterDowngradeEnable, 3*time.Minute)
+				cancel()
+				if err != nil || !hit {
+					t.Fatalf("the operator did not stop after enabling the downgrade (hit %v): %v", hit, err)
+				}
+			}
+			d := waitDowngrade(t, ns, "down", to, stewardv1.DowngradeCompleted, 10*time.Minute)
+			w.finish(fmt.Sprintf("downgrade %s -> %s", from, to), 1)
+			t.Logf("MEASURE downgrade %s -> %s: %.1fs from the edit to Completed (%s)", from, to,
+				d.FinishedAt.Sub(w.changed).Seconds(), d.Message)
+			if d.From != from {
+				t.Errorf("status.downgrade.from %q, want %q", d.From, from)
+			}
+			if n := len(eventsWith(t, ns, "down", "MoveLeader")) - handoffs; n != 1 {
+				t.Errorf("%d leader handoffs in the downgrade to %s, want 1 (the leader last)", n, to)
+			}
+			membersRun(t, ns, "down", to)
+			from = to
+		}
+		h := load.stop()
+		logAPILoad(t, "downgrades 3.7 -> 3.6 -> 3.5, kube-apiserver", h, start)
+		if failed := h.Lockouts(); len(failed) > 0 {
+			t.Errorf("%d kube-apiserver requests failed through the downgrades: %s", len(failed), firstOps(failed))
+		}
+		checkObjectsKept(t, kas, h)
+		checkData(t, clientFor(t, ns, "down"), "/down/", data)
+	})
+
+	// Edited back up once the first member runs 3.6: etcd's downgrade is cancelled and that member
+	// rolls forward again. A backup is taken before etcd's downgrade is enabled, into the
+	// destination of the cluster's schedule, and named in status.
+	t.Run("cancelled-midway", func(t *testing.T) {
+		t.Parallel()
+		ns := settledCluster(t, "back", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v37 })
+		dest, _ := s3Storage(t, ns)
+		createObj(t, &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "yearly"},
+			Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "0 0 1 1 *",
+				Template: stewardv1.EtcdBackupSpec{ClusterName: "back", Destination: dest}}})
+		data := putData(t, clientFor(t, ns, "back"), "/back/", 30)
+		w := watchRoll(t, ns, "back", 3)
+		w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v36 })
+		waitDisrupted(t, ns, "back", 1)
+		update(t, ns, "back", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v37 })
+		d := waitDowngrade(t, ns, "back", v36, stewardv1.DowngradeCancelled, 10*time.Minute)
+		w.finish(fmt.Sprintf("downgrade %s -> %s cancelled midway", v37, v36), 1)
+		t.Logf("MEASURE downgrade cancelled midway: %.1fs from the first edit to Cancelled", d.FinishedAt.Sub(w.changed).Seconds())
+		membersRun(t, ns, "back", v37)
+		if d.Backup == "" {
+			t.Error("status.downgrade.backup is empty although a schedule backs the cluster up")
+		} else if b := backupDone(t, ns, d.Backup, time.Minute); b.Status.Phase != stewardv1.BackupSucceeded {
+			t.Errorf("the backup taken before the downgrade %s: %s %s", d.Backup, b.Status.Phase, b.Status.Message)
+		}
+		checkData(t, clientFor(t, ns, "back"), "/back/", data)
+	})
+}
+
+// waitDowngrade waits for status.downgrade to reach stage for target, and the cluster to settle.
+func waitDowngrade(t *testing.T, ns, name, target string, stage stewardv1.DowngradeStage, timeout time.Duration) *stewardv1.DowngradeStatus {
+	t.Helper()
+	var d *stewardv1.DowngradeStatus
+	f.WaitFor(t, ns, fmt.Sprintf("downgrade to %s %s", target, stage), timeout, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		if d = ec.Status.Downgrade; d == nil || d.Target != target || d.Stage != stage {
+			return false, fmt.Errorf("status.downgrade %+v; %s", d, condition(ec, "Progressing"))
+		}
+		return settled(ns, name, 3)(ctx)
+	})
+	return d
+}
+
+// membersRun checks every member reports version.
+func membersRun(t *testing.T, ns, name, version string) {
+	t.Helper()
+	ec, err := get(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ec.Status.Members {
+		if m.Version != version {
+			t.Errorf("member %s reports %s, want %s", m.Name, m.Version, version)
+		}
+	}
+}
+
+// checkObjectsKept reads back, through the kube-apiserver, every ConfigMap it acknowledged creating.
+func checkObjectsKept(t *testing.T, kas *framework.KubeAPIServer, h framework.History) {
+	t.Helper()
+	cs, err := kas.Clientset(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := cs.CoreV1().ConfigMaps("e2e").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, c := range list.Items {
+		have[c.Name] = true
+	}
+	created, lost := 0, 0
+	for _, op := range h {
+		if op.Kind != framework.OpPut || op.Err != "" {
+			continue
+		}
+		created++
+		if !have[op.Key] {
+			lost++
+		}
+	}
+	t.Logf("MEASURE kube-apiserver objects: %d created and acknowledged, %d lost", created, lost)
+	if lost > 0 {
+		t.Errorf("%d ConfigMaps the kube-apiserver acknowledged are gone", lost)
+	}
+}
