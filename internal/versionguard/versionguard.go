@@ -57,9 +57,13 @@ func Parse(s string) ([3]int, bool) {
 	return v, true
 }
 
-// Minor is "major.minor" of a full version, "" when it does not parse.
+// Minor is "major.minor" of a version: X.Y.Z, or X.Y as etcd reports cluster and downgrade
+// versions in some answers. "" when it does not parse.
 func Minor(s string) string {
 	v, ok := Parse(s)
+	if !ok && strings.Count(s, ".") == 1 {
+		v, ok = Parse(s + ".0")
+	}
 	if !ok {
 		return ""
 	}

@@ -109,7 +109,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) ok = %v", in, ok)
 		}
 	}
-	if Minor("v3.7.3") != "3.7" || Minor("x") != "" {
+	if Minor("v3.7.3") != "3.7" || Minor("3.6") != "3.6" || Minor("x") != "" || Minor("3") != "" {
 		t.Error("Minor")
 	}
 }
