@@ -108,3 +108,8 @@ func (r *EtcdClusterReconciler) ScaleSource(ctx context.Context, ec *stewardv1.E
 
 // ErrRetry is the "not yet, plan again" answer of an effect.
 var ErrRetry = errRetry
+
+// DowngradeBackup is the plan's fact of the backup status.downgrade names.
+func (r *EtcdClusterReconciler) DowngradeBackup(ctx context.Context, ec *stewardv1.EtcdCluster) (*plan.BackupFact, error) {
+	return r.downgradeBackup(ctx, ec)
+}
