@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/internal/versionguard/flags"
 mkdir -p "$out"
-for bin in "$root"/_out/bin/etcd/v*/etcd; do
+for bin in $(ls -d "$root"/_out/bin/etcd/v*/etcd | sort -V); do  # the newest patch of a minor writes last
   v="$(basename "$(dirname "$bin")")"   # v3.6.16
   minor="$(echo "${v#v}" | cut -d. -f1,2)"
   help="$("$bin" --help 2>&1)"

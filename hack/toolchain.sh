@@ -14,7 +14,8 @@
 #   tools                    controller-gen + golangci-lint
 #   kube-test                kube-apiserver + kubectl (what envtest and unit tests need)
 #   kube                     all six Kubernetes binaries (one shared `go build`)
-#   etcd [3.5|3.6|3.7|all]   etcd + etcdctl + etcdutl for one or all versions (default: all)
+#   etcd [3.5|3.6|3.7|3.6old|all]  etcd + etcdctl + etcdutl for one or all versions (default: all;
+#                            3.6old is a 3.6 patch below etcd's minimum before 3.7, for one e2e)
 #   envtest                  kube-test + etcd 3.6 + the _out/envtest symlinks
 #                            (KUBEBUILDER_ASSETS=$PWD/_out/envtest)
 #   certmanager              cert-manager-controller (hack/certmanager: certificates, SelfSigned
@@ -62,6 +63,8 @@ KUBE_VERSION=$(modver "$KUBE_MOD/go.mod" k8s.io/kubernetes)
 ETCD_35_VERSION=$(modver "$ETCD_MOD/v3.5/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_36_VERSION=$(modver "$ETCD_MOD/v3.6/go.mod" go.etcd.io/etcd/server/v3)
 ETCD_37_VERSION=$(modver "$ETCD_MOD/v3.7/go.mod" go.etcd.io/etcd/server/v3)
+# 3.6old: a 3.6 patch below etcd's minimum before 3.7, for the e2e of the upgrade guard.
+ETCD_36OLD_VERSION=$(modver "$ETCD_MOD/v3.6old/go.mod" go.etcd.io/etcd/server/v3)
 CERTMANAGER_VERSION=$(modver "$CERTMANAGER_MOD/go.mod" github.com/cert-manager/cert-manager)
 VERSITYGW_VERSION=$(modver "$S3_MOD/go.mod" github.com/versity/versitygw)
 PROMTOOL_VERSION=$(modver "$PROMTOOL_MOD/go.mod" github.com/prometheus/prometheus)
@@ -81,6 +84,7 @@ KUBE_BIN_DIR=$BIN_DIR/kube/$KUBE_VERSION
 ETCD_35_BIN_DIR=$BIN_DIR/etcd/$ETCD_35_VERSION
 ETCD_36_BIN_DIR=$BIN_DIR/etcd/$ETCD_36_VERSION
 ETCD_37_BIN_DIR=$BIN_DIR/etcd/$ETCD_37_VERSION
+ETCD_36OLD_BIN_DIR=$BIN_DIR/etcd/$ETCD_36OLD_VERSION
 ENVTEST_ASSETS=$OUT_DIR/envtest
 CERTMANAGER_DIR=$BIN_DIR/certmanager-$CERTMANAGER_VERSION
 CERTMANAGER_BIN=$CERTMANAGER_DIR/cert-manager-controller
@@ -100,13 +104,15 @@ die() { log "$*"; exit 1; }
 etcd_version() { # 3.5|3.6|3.7 -> vX.Y.Z
   case $1 in
     3.5) echo "$ETCD_35_VERSION" ;; 3.6) echo "$ETCD_36_VERSION" ;; 3.7) echo "$ETCD_37_VERSION" ;;
-    *) die "unknown etcd minor '$1' (want 3.5, 3.6 or 3.7)" ;;
+    3.6old) echo "$ETCD_36OLD_VERSION" ;;
+    *) die "unknown etcd minor '$1' (want 3.5, 3.6, 3.7 or 3.6old)" ;;
   esac
 }
 etcd_bin_dir() { # 3.5|3.6|3.7 -> its bin dir
   case $1 in
     3.5) echo "$ETCD_35_BIN_DIR" ;; 3.6) echo "$ETCD_36_BIN_DIR" ;; 3.7) echo "$ETCD_37_BIN_DIR" ;;
-    *) die "unknown etcd minor '$1' (want 3.5, 3.6 or 3.7)" ;;
+    3.6old) echo "$ETCD_36OLD_BIN_DIR" ;;
+    *) die "unknown etcd minor '$1' (want 3.5, 3.6, 3.7 or 3.6old)" ;;
   esac
 }
 
@@ -278,10 +284,10 @@ build_helm() {
 
 print_versions() {
   local k
-  for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION \
+  for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION ETCD_36OLD_VERSION \
     CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION PROMTOOL_VERSION HELM_VERSION OUT_DIR \
     BIN_DIR TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN HELM_BIN; do
+    ETCD_37_BIN_DIR ETCD_36OLD_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN HELM_BIN; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -326,7 +332,7 @@ case $cmd in
   etcd)
     lock
     case ${2:-all} in
-      all) for m in 3.5 3.6 3.7; do build_etcd "$m"; done ;;
+      all) for m in 3.5 3.6 3.7 3.6old; do build_etcd "$m"; done ;;
       *) build_etcd "$2" ;;
     esac ;;
   envtest) lock; build_envtest ;;
@@ -339,7 +345,7 @@ case $cmd in
     start=$(date +%s)
     build_tools
     build_kube "${KUBE_ALL[@]}"
-    for m in 3.5 3.6 3.7; do build_etcd "$m"; done
+    for m in 3.5 3.6 3.7 3.6old; do build_etcd "$m"; done
     build_envtest
     build_certmanager
     build_versitygw

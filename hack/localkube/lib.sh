@@ -72,10 +72,11 @@ toolchain_var() {
 # Kubernetes, etcd and versitygw binaries come from the foundation's toolchain script.
 kube_bin() { "$ROOT/hack/toolchain.sh" path "$1"; }
 
-# etcd_versions: the built etcd versions, e.g. "v3.5.35 v3.6.16 v3.7.3".
+# etcd_versions: the built etcd versions, e.g. "v3.5.35 v3.6.16 v3.7.3 v3.6.10": one of each minor,
+# then older patches for single tests (the e2e picks the first of a minor).
 etcd_versions() {
   local k
-  for k in ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION; do toolchain_var "$k"; done | xargs
+  for k in ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION ETCD_36OLD_VERSION; do toolchain_var "$k"; done | xargs
 }
 
 # ---- processes -------------------------------------------------------------------------

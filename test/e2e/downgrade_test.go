@@ -161,3 +161,46 @@ func checkObjectsKept(t *testing.T, kas *framework.KubeAPIServer, h framework.Hi
 		t.Errorf("%d ConfigMaps the kube-apiserver acknowledged are gone", lost)
 	}
 }
+
+// TestUpgradeGuard (issue 28): a cluster on a 3.6 patch below the 3.6.11 etcd's upgrade guide asks
+// for before 3.7 is not rolled onto 3.7: status names the patch to go to first, and no member is
+// touched. Following the path (the newer 3.6 patch, then 3.7) works.
+func TestUpgradeGuard(t *testing.T) {
+	t.Parallel()
+	old, v36, v37 := olderPatchOf(t, "3.6"), versionOf(t, "3.6"), versionOf(t, "3.7")
+	ns := settledCluster(t, "guard", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = old })
+	before := uids(t, ns, "guard")
+	update(t, ns, "guard", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v37 })
+	want := "set spec.version to 3.6.11 (or a later 3.6) first, then " + v37
+	f.WaitFor(t, ns, "the upgrade refused with the path", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "guard")
+		if err != nil {
+			return false, err
+		}
+		for _, c := range ec.Status.Conditions {
+			if strings.Contains(c.Message, want) {
+				return ec.Status.Observed != nil && ec.Status.Observed.Version == old, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", ec.Status.Conditions)
+	})
+	time.Sleep(10 * time.Second) // it stays refused: nothing rolls meanwhile
+	assertPodsUntouched(t, ns, "guard", before, "an upgrade refused by its guard")
+	update(t, ns, "guard", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v36 })
+	waitSettled(t, ns, "guard", 3, 5*time.Minute)
+	update(t, ns, "guard", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v37 })
+	waitSettled(t, ns, "guard", 3, 6*time.Minute)
+	membersRun(t, ns, "guard", v37)
+}
+
+// olderPatchOf is a built version of minor other than versionOf's (an older patch built for one
+// test), skipping the test if none was built.
+func olderPatchOf(t *testing.T, minor string) string {
+	for _, v := range f.EtcdVersions {
+		if v = strings.TrimPrefix(v, "v"); strings.HasPrefix(v, minor+".") && v != versionOf(t, minor) {
+			return v
+		}
+	}
+	t.Skipf("no second etcd %s patch was built (STEWARD_E2E_ETCD_VERSIONS=%v)", minor, f.EtcdVersions)
+	return ""
+}

@@ -1,0 +1,12 @@
+// Command etcd is go.etcd.io/etcd/server/v3's etcd built from the module proxy.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}
