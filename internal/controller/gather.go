@@ -318,7 +318,7 @@ func (r *EtcdClusterReconciler) now() time.Time {
 // one-minor rule and the downgrade read it. "" when none answered.
 func clusterVersion(ctx context.Context, ec *stewardv1.EtcdCluster, c *etcd.Client, f health.Facts, endpoints map[string]string) string {
 	o := ec.Status.Observed
-	versionStep := o == nil || o.Version != ec.Spec.MemberTemplate.Version
+	versionStep := o == nil || o.Version != ec.Spec.Version
 	if d := ec.Status.Downgrade; !versionStep && (d == nil || !d.Stage.Active()) {
 		return ""
 	}

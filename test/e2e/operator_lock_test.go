@@ -62,7 +62,7 @@ func killOperatorLocked(ctx context.Context) error {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err == nil {
 			for _, p := range pods.Items {
-				if p.CreationTimestamp.Time.After(killed.Add(-time.Second)) && p.DeletionTimestamp == nil && podReady(&p) {
+				if p.CreationTimestamp.After(killed.Add(-time.Second)) && p.DeletionTimestamp == nil && podReady(&p) {
 					return nil
 				}
 			}
