@@ -15,13 +15,18 @@ var cnames = []string{"c-0", "c-1", "c-2"}
 // on37 is a healthy 3-member cluster on 3.7.3 (storage 3.7, cluster version 3.7) asked for 3.6.16.
 func on37(t *testing.T) Facts {
 	f := healthyFacts(t, 3, "")
-	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.7.3" })
-	for _, n := range cnames {
-		f.runs(n, "3.7.3", "3.7.0")
-	}
-	f.Etcd.ClusterVersion = "3.7.0"
+	f.allRun("3.7.3", "3.7.0", "3.7.0")
 	f.Cluster.Spec.Version = "3.6.16"
 	return f
+}
+
+// allRun: every member runs version on data of storage version storage; etcd speaks cluster.
+func (f *Facts) allRun(version, storage, cluster string) {
+	f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = version })
+	for _, n := range cnames {
+		f.runs(n, version, storage)
+	}
+	f.Etcd.ClusterVersion = cluster
 }
 
 func (f *Facts) downgradeAt(stage stewardv1.DowngradeStage) {
@@ -182,19 +187,11 @@ func TestVersionGuards(t *testing.T) {
 		{"two minors down", func(f *Facts) { f.Cluster.Spec.Version = "3.5.35" },
 			"etcd downgrades one minor version at a time: set spec.version to a 3.6 release first"},
 		{"no downgrade from 3.5", func(f *Facts) {
-			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.5.35" })
-			for _, n := range cnames {
-				f.runs(n, "3.5.35", "")
-			}
-			f.Etcd.ClusterVersion = "3.5.0"
+			f.allRun("3.5.35", "", "3.5.0")
 			f.Cluster.Spec.Version = "3.4.30"
 		}, "goes back from 3.6 and 3.7 only"},
 		{"a flag the older etcd does not know", func(f *Facts) {
-			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.16" })
-			for _, n := range cnames {
-				f.runs(n, "3.6.16", "3.6.0")
-			}
-			f.Etcd.ClusterVersion = "3.6.0"
+			f.allRun("3.6.16", "3.6.0", "3.6.0")
 			f.Cluster.Spec.Version = "3.5.35"
 			f.Cluster.Spec.Options.ExtraArgs = map[string]string{"feature-gates": "StopGRPCServiceOnDefrag=true"}
 		}, "spec.options.extraArgs has --feature-gates, which etcd 3.5.35 does not know"},
@@ -202,19 +199,11 @@ func TestVersionGuards(t *testing.T) {
 			f.Cluster.Spec.Options.ExtraArgs = map[string]string{"feature-gates": "FastLeaseKeepAlive=true"}
 		}, "feature gate FastLeaseKeepAlive"},
 		{"a patch below etcd's minimum before 3.6", func(f *Facts) {
-			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.5.30" })
-			for _, n := range cnames {
-				f.runs(n, "3.5.30", "")
-			}
-			f.Etcd.ClusterVersion = "3.5.0"
+			f.allRun("3.5.30", "", "3.5.0")
 			f.Cluster.Spec.Version = "3.6.16"
 		}, "set spec.version to 3.5.32 (or a later 3.5) first, then 3.6.16"},
 		{"the cluster version lags the members", func(f *Facts) {
-			f.retarget(func(t *stewardv1.MemberTemplate) { t.Version = "3.6.16" })
-			for _, n := range cnames {
-				f.runs(n, "3.6.16", "3.6.0")
-			}
-			f.Etcd.ClusterVersion = "3.5.0"
+			f.allRun("3.6.16", "3.6.0", "3.5.0")
 			f.Cluster.Spec.Version = "3.7.3"
 		}, "the cluster speaks cluster version 3.5.0"},
 	} {
