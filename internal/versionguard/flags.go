@@ -39,17 +39,22 @@ func knownOf(minor string) (known, bool) {
 
 // UnknownArgs lists the extraArgs (flag names without "--", as spec.options.extraArgs holds them)
 // and the feature gates in their --feature-gates value that etcd version does not know, so a roll
-// onto it is refused before a member crash-loops on "flag provided but not defined". Nil when all
-// are known, or when Steward has no flag list for that minor.
+// onto it is refused before a member crash-loops on "flag provided but not defined". Only names
+// some minor's --help lists are judged: --help is etcd's hand-written usage text, and a flag it
+// leaves out is not evidence of anything. Nil when all are known, or when Steward has no flag list
+// for that minor.
 func UnknownArgs(version string, extraArgs map[string]string) []string {
 	k, ok := knownOf(Minor(version))
 	if !ok {
 		return nil
 	}
+	all := knownAnywhere()
 	var out []string
 	for flag, value := range extraArgs {
 		if !k.flags[flag] {
-			out = append(out, "--"+flag)
+			if all.flags[flag] {
+				out = append(out, "--"+flag)
+			}
 			continue
 		}
 		if flag != "feature-gates" {
@@ -57,7 +62,7 @@ func UnknownArgs(version string, extraArgs map[string]string) []string {
 		}
 		for _, kv := range strings.Split(value, ",") {
 			gate, _, _ := strings.Cut(strings.TrimSpace(kv), "=")
-			if gate != "" && !k.gates[gate] {
+			if gate != "" && !k.gates[gate] && all.gates[gate] {
 				out = append(out, fmt.Sprintf("feature gate %s", gate))
 			}
 		}
@@ -70,4 +75,20 @@ func UnknownArgs(version string, extraArgs map[string]string) []string {
 func HasFlagList(version string) bool {
 	_, ok := knownOf(Minor(version))
 	return ok
+}
+
+// knownAnywhere is the union of every minor's flags and gates.
+func knownAnywhere() known {
+	all := known{flags: map[string]bool{}, gates: map[string]bool{}}
+	entries, _ := flagFiles.ReadDir("flags")
+	for _, e := range entries {
+		k, _ := knownOf(strings.TrimSuffix(e.Name(), ".txt"))
+		for f := range k.flags {
+			all.flags[f] = true
+		}
+		for g := range k.gates {
+			all.gates[g] = true
+		}
+	}
+	return all
 }
