@@ -24,6 +24,9 @@ import (
 func (r *EtcdClusterReconciler) downgrade(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed, a plan.Action) error {
 	now := metav1.NewTime(r.now())
 	d := ec.Status.Downgrade
+	if d == nil && a.DowngradeStage != stewardv1.DowngradeEnabling {
+		return fmt.Errorf("downgrade stage %s with no status.downgrade recorded", a.DowngradeStage)
+	}
 	switch a.DowngradeStage {
 	case stewardv1.DowngradeEnabling:
 		d = &stewardv1.DowngradeStatus{From: a.DowngradeFrom, Target: ec.Spec.Version, StartedAt: now}
