@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,9 @@ type RunOptions struct {
 	// Etcd is the etcd binary, asked its version when the directory holds data; EtcdVersion, when
 	// set, stands for its answer.
 	Etcd, EtcdVersion string
+	// EtcdArgs are etcd's flags (a --v2-deprecation=write-only-skip-check skips the v2 store check,
+	// as etcd itself then does).
+	EtcdArgs []string
 	// Warn receives what the check could not check (nil: discarded).
 	Warn io.Writer
 }
@@ -90,6 +94,18 @@ func decideVersion(o RunOptions) error {
 	if r.Verdict != OK {
 		return verdict(r)
 	}
+	if m, ok := minorOf(v); ok && m[0] == 3 && m[1] >= 6 && storage == "" && !slices.Contains(o.EtcdArgs, "--v2-deprecation=write-only-skip-check") {
+		where, err := V2CustomContent(o.DataDir)
+		if err != nil {
+			return err
+		}
+		if where != "" {
+			return verdict(Result{Verdict: VersionRefused, Message: fmt.Sprintf("etcd %s refuses this member's data: "+
+				"%s holds custom v2 content (written through the v2 API, --enable-v2), which etcd 3.6 no longer "+
+				"serves (the check of `etcdutl check v2store`). The data is intact and etcd 3.5 runs on it: set "+
+				"spec.version back, remove the v2 keys, and upgrade again", v, where)})
+		}
+	}
 	if m, ok := minorOf(v); ok && m[0] == 3 && m[1] >= 7 {
 		i, err := V2EntryAfterSnapshot(o.DataDir)
 		if err != nil {
@@ -144,7 +160,7 @@ func Main(args []string, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "usage: steward member run-etcd --data-dir DIR [--member-id ID] [--expect-data] [--marker FILE] -- etcd [flags]")
 		return 2
 	}
-	o.Etcd, o.Warn = etcd[0], stderr
+	o.Etcd, o.EtcdArgs, o.Warn = etcd[0], etcd[1:], stderr
 	if err := Decide(o); err != nil {
 		msg := MessagePrefix + err.Error()
 		_, _ = fmt.Fprintln(stderr, msg)

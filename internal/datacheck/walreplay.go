@@ -32,19 +32,29 @@ const (
 	entryIndex   = 3
 	entryData    = 4
 	snapIndex    = 1
+	v2Path       = 3 // etcdserverpb.Request.Path
 )
 
 // V2EntryAfterSnapshot returns the index of the first entry etcd would replay (after the WAL's
 // latest snapshot) that is not an InternalRaftRequest: a v2 request etcd 3.5 wrote. 0 when there
 // is none, or no WAL.
 func V2EntryAfterSnapshot(dataDir string) (uint64, error) {
+	r, err := readWAL(dataDir)
+	if err != nil {
+		return 0, err
+	}
+	return r.firstV2(), nil
+}
+
+// readWAL replays every WAL file of dataDir in order; an empty replay when there is no WAL.
+func readWAL(dataDir string) (*replay, error) {
 	walDir := filepath.Join(dataDir, "member", "wal")
 	names, err := os.ReadDir(walDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return &replay{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var wals []string
 	for _, e := range names {
@@ -53,13 +63,13 @@ func V2EntryAfterSnapshot(dataDir string) (uint64, error) {
 		}
 	}
 	slices.Sort(wals)
-	var r replay
+	r := &replay{}
 	for _, name := range wals {
 		if err := r.readFile(filepath.Join(walDir, name)); err != nil {
-			return 0, fmt.Errorf("reading %s: %w", name, err)
+			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
 	}
-	return r.firstV2(), nil
+	return r, nil
 }
 
 // replay follows the WAL as etcd reads it: a later entry at an index overwrites that index and
@@ -72,6 +82,8 @@ type replay struct {
 type walEntry struct {
 	index uint64
 	v2    bool
+	// path is a v2 request's path ("/0/version", "/1/key" for a user's key).
+	path string
 }
 
 func (r *replay) readFile(path string) error {
@@ -114,6 +126,9 @@ func (r *replay) entry(b []byte) {
 		b = b[n:]
 	}
 	e.v2 = typ == 0 && len(data) > 0 && proto.Unmarshal(data, &pb.InternalRaftRequest{}) != nil
+	if e.v2 {
+		e.path = stringField(data, v2Path)
+	}
 	for len(r.entries) > 0 && r.entries[len(r.entries)-1].index >= e.index {
 		r.entries = r.entries[:len(r.entries)-1]
 	}
@@ -127,6 +142,29 @@ func (r *replay) firstV2() uint64 {
 		}
 	}
 	return 0
+}
+
+// stringField reads one length-delimited field of a message as a string ("" when absent).
+func stringField(b []byte, field protowire.Number) string {
+	for len(b) > 0 {
+		num, wt, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if num == field && wt == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return ""
+			}
+			return string(v)
+		}
+		if n = protowire.ConsumeFieldValue(num, wt, b); n < 0 {
+			return ""
+		}
+		b = b[n:]
+	}
+	return ""
 }
 
 // varintField reads one varint field of a message (0 when absent).

@@ -5,11 +5,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/failpoint"
@@ -203,4 +205,79 @@ func olderPatchOf(t *testing.T, minor string) string {
 	}
 	t.Skipf("no second etcd %s patch was built (STEWARD_E2E_ETCD_VERSIONS=%v)", minor, f.EtcdVersions)
 	return ""
+}
+
+// TestUpgradeRefusesCustomV2Content (issue 28): etcd 3.6 refuses data with keys written through
+// the v2 API (etcd's upgrade guide: `etcdutl check v2store` before 3.6). A 3.5 cluster that ran
+// with --enable-v2 and holds a v2 key is asked for 3.6 without the flag: the first member's data
+// check runs etcd's v2 store check on its data before 3.6 starts, refuses (VersionRefused: the
+// data is kept, the member is not replaced), status says why, and nothing else rolls. Setting 3.5
+// back brings the member back on its data.
+func TestUpgradeRefusesCustomV2Content(t *testing.T) {
+	t.Parallel()
+	v35, v36 := versionOf(t, "3.5"), versionOf(t, "3.6")
+	ns := settledCluster(t, "v2", 3, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Version = v35
+		ec.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
+		ec.Spec.Options.ExtraArgs = map[string]string{"enable-v2": "true"}
+	})
+	putV2Key(t, "http://"+clientServiceAddr(t, ns, "v2")+"/v2/keys/app/config")
+	data := putData(t, clientFor(t, ns, "v2"), "/v2e/", 20)
+	w := watchRoll(t, ns, "v2", 3)
+	w.change(func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Version = v36
+		ec.Spec.Options.ExtraArgs = nil // 3.6 has no --enable-v2 (the planner refuses it: TestVersionGuards)
+	})
+	var refused string
+	f.WaitFor(t, ns, "a member's data check refusing etcd 3.6 on custom v2 content", 4*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "v2")
+		if err != nil {
+			return false, err
+		}
+		for _, c := range ec.Status.Conditions {
+			if strings.Contains(c.Message, "custom v2 content") {
+				refused = c.Message
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("conditions %+v", ec.Status.Conditions)
+	})
+	t.Logf("refused: %s", refused)
+	time.Sleep(10 * time.Second) // the roll stays held: one member down at most
+	ec, _ := get(context.Background(), ns, "v2")
+	on35 := 0
+	for _, m := range ec.Status.Members {
+		if m.Version == v35 {
+			on35++
+		}
+	}
+	if on35 < 2 {
+		t.Errorf("%d members still on %s after the refusal, want 2: the roll went on", on35, v35)
+	}
+	update(t, ns, "v2", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v35 })
+	waitSettled(t, ns, "v2", 3, 5*time.Minute)
+	w.finish("upgrade refused on custom v2 content, then set back", 1)
+	membersRun(t, ns, "v2", v35)
+	if n := len(eventsWith(t, ns, "v2", "RemoveMember")); n > 0 {
+		t.Errorf("%d members removed: a refused member keeps its data and its place", n)
+	}
+	checkData(t, clientFor(t, ns, "v2"), "/v2e/", data)
+}
+
+// putV2Key writes a key through etcd 3.5's v2 HTTP API (--enable-v2).
+func putV2Key(t *testing.T, url string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, url, strings.NewReader("value=written-through-v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("PUT %s: %v", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT %s: %s", url, resp.Status)
+	}
 }
