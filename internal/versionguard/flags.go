@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"embed"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The flags and feature gates of each minor, from the built binaries' `etcd --help`
@@ -17,7 +19,26 @@ var flagFiles embed.FS
 // known is one minor's flags and gates.
 type known struct{ flags, gates map[string]bool }
 
+// knownOf is one minor's list; false when Steward has none for it.
 func knownOf(minor string) (known, bool) {
+	k, ok := lists()[minor]
+	return k, ok
+}
+
+// lists are every embedded list by minor, parsed once.
+var lists = sync.OnceValue(func() map[string]known {
+	out := map[string]known{}
+	entries, _ := flagFiles.ReadDir("flags")
+	for _, e := range entries {
+		minor := strings.TrimSuffix(e.Name(), ".txt")
+		if k, ok := parseList(minor); ok {
+			out[minor] = k
+		}
+	}
+	return out
+})
+
+func parseList(minor string) (known, bool) {
 	b, err := flagFiles.ReadFile("flags/" + minor + ".txt")
 	if err != nil {
 		return known{}, false
@@ -80,15 +101,9 @@ func HasFlagList(version string) bool {
 // knownAnywhere is the union of every minor's flags and gates.
 func knownAnywhere() known {
 	all := known{flags: map[string]bool{}, gates: map[string]bool{}}
-	entries, _ := flagFiles.ReadDir("flags")
-	for _, e := range entries {
-		k, _ := knownOf(strings.TrimSuffix(e.Name(), ".txt"))
-		for f := range k.flags {
-			all.flags[f] = true
-		}
-		for g := range k.gates {
-			all.gates[g] = true
-		}
+	for _, k := range lists() {
+		maps.Copy(all.flags, k.flags)
+		maps.Copy(all.gates, k.gates)
 	}
 	return all
 }
