@@ -57,8 +57,13 @@ func TestDowngrade(t *testing.T) {
 			if d.From != from {
 				t.Errorf("status.downgrade.from %q, want %q", d.From, from)
 			}
-			if n := len(eventsWith(t, ns, "down", "MoveLeader")) - handoffs; n != 1 {
+			// One handoff, before the leader rolls last; none when an election (a loaded machine)
+			// already put leadership on a rolled member. Two would be a leader rolled twice over.
+			switch n := len(eventsWith(t, ns, "down", "MoveLeader")) - handoffs; {
+			case n > 1:
 				t.Errorf("%d leader handoffs in the downgrade to %s, want 1 (the leader last)", n, to)
+			case n == 0:
+				t.Logf("no MoveLeader in the downgrade to %s: leaders %v (an election moved it first)", to, w.leaders)
 			}
 			membersRun(t, ns, "down", to)
 			from = to
