@@ -7,7 +7,7 @@
 # The tests get the environment as STEWARD_E2E_* variables, among them the S3 server's
 # STEWARD_E2E_S3_{ENDPOINT,BUCKET,REGION,ACCESS_KEY,SECRET_KEY} (from _out/localkube/s3/env).
 #
-# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 55m: the scenarios take ~36 min on a 2-core CI machine), E2E_PARALLEL (default 4: with the backup scenarios, 6 at a time starved etcd of CPU on 2 cores), KEEP_CLUSTER=1,
+# Env: E2E_RUN (go test -run pattern), E2E_TIMEOUT (default 65m: the scenarios took 51 min on a 2-core CI machine at stop 37), E2E_PARALLEL (default 4: with the backup scenarios, 6 at a time starved etcd of CPU on 2 cores), KEEP_CLUSTER=1,
 #      E2E_ARGS (extra go test arguments), E2E_INSTALL_PHASE=0 (skip the Helm install phase that
 #      follows the scenarios: TestInstall with STEWARD_E2E_INSTALL_PHASE=1), E2E_CHAOS_PHASE=0 (skip
 #      the fault campaign that comes last), E2E_SCENARIO_PHASE=0 (skip the scenarios themselves).
@@ -88,7 +88,7 @@ go_test() {
 if [[ ${E2E_SCENARIO_PHASE:-1} == 1 ]]; then
   log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
   # Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
-  go_test go-test.log -timeout "${E2E_TIMEOUT:-55m}" -parallel "${E2E_PARALLEL:-4}" ${E2E_RUN:+-run "$E2E_RUN"}
+  go_test go-test.log -timeout "${E2E_TIMEOUT:-65m}" -parallel "${E2E_PARALLEL:-4}" ${E2E_RUN:+-run "$E2E_RUN"}
 fi
 
 # Install phase, only after the scenarios above passed (set -e), one test at a time: TestInstall

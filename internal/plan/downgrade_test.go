@@ -189,7 +189,11 @@ func TestVersionGuards(t *testing.T) {
 		{"no downgrade from 3.5", func(f *Facts) {
 			f.allRun("3.5.35", "", "3.5.0")
 			f.Cluster.Spec.Version = "3.4.30"
-		}, "goes back from 3.6 and 3.7 only"},
+		}, "back from 3.7 only"},
+		{"3.6 to 3.5 withheld (stale reads seen mid-downgrade)", func(f *Facts) {
+			f.allRun("3.6.16", "3.6.0", "3.6.0")
+			f.Cluster.Spec.Version = "3.5.35"
+		}, "is not downgraded by Steward"},
 		{"a flag the older etcd does not know", func(f *Facts) {
 			f.allRun("3.6.16", "3.6.0", "3.6.0")
 			f.Cluster.Spec.Version = "3.5.35"

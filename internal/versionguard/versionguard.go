@@ -27,12 +27,20 @@ var Minimums = []Minimum{
 	{From: "3.6", To: "3.7", Patch: "3.6.11", Source: "https://etcd.io/docs/v3.7/upgrades/upgrade_3_7/"},
 }
 
-// Downgrades are the minors etcd's downgrade protocol (downgrade validate/enable/cancel, storage
-// version lowered before the binaries) goes back one minor from, with the guide. 3.5 has the API
-// but no supported downgrade.
+// Downgrades are the minors Steward takes back one minor through etcd's downgrade protocol
+// (downgrade validate/enable/cancel, storage version lowered before the binaries), with the guide.
+// 3.5 has the API but no supported downgrade. 3.6 → 3.5 is etcd-supported but held back here: in a
+// full-suite run under load, the mixed 3.5/3.6 cluster it passes through served stale reads (a
+// non-linearizable history on contended keys, and a kube-apiserver Get that missed an object it
+// had just created; docs/upgrade.md). Until that is understood, Steward refuses it (fail closed).
 var Downgrades = map[string]string{
-	"3.6": "https://etcd.io/docs/v3.6/downgrades/downgrade_3_6/",
 	"3.7": "https://etcd.io/docs/v3.7/downgrades/downgrade_3_7/",
+}
+
+// Withheld are downgrades etcd supports but Steward refuses, with why.
+var Withheld = map[string]string{
+	"3.6": "etcd 3.6 → 3.5 served stale reads in a mixed 3.5/3.6 cluster under load in Steward's tests " +
+		"(docs/upgrade.md); a restore from a backup taken on 3.5 is the way back for now",
 }
 
 // Parse reads major, minor and patch of a full X.Y.Z version; a leading "v" and a pre-release or
@@ -109,8 +117,11 @@ func CheckDowngrade(from, to string) string {
 		return fmt.Sprintf("etcd downgrades one minor version at a time: set spec.version to a %d.%d release "+
 			"first, and %s once every member runs it", f[0], f[1]-1, to)
 	}
+	if why, ok := Withheld[Minor(from)]; ok {
+		return fmt.Sprintf("etcd %s is not downgraded by Steward: %s", from, why)
+	}
 	if _, ok := Downgrades[Minor(from)]; !ok {
-		return fmt.Sprintf("etcd %s cannot be downgraded: etcd's downgrade protocol goes back from %s only; "+
+		return fmt.Sprintf("etcd %s cannot be downgraded: Steward takes etcd's downgrade protocol back from %s only; "+
 			"a restore from a backup taken on %s is the way back", from, supported(), to)
 	}
 	return ""

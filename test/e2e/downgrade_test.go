@@ -23,10 +23,11 @@ func TestDowngrade(t *testing.T) {
 	t.Parallel()
 	v35, v36, v37 := versionOf(t, "3.5"), versionOf(t, "3.6"), versionOf(t, "3.7")
 
-	// 3.7 → 3.6 → 3.5 with a kube-apiserver storing in the cluster throughout, the operator killed
-	// right after etcd enabled the first downgrade (before status said so). Two minors at once is
-	// refused at admission.
-	t.Run("3.7-to-3.6-to-3.5", func(t *testing.T) {
+	// 3.7 → 3.6 with a kube-apiserver storing in the cluster throughout, the operator killed right
+	// after etcd enabled the downgrade (before status said so). Two minors at once is refused at
+	// admission; 3.6 → 3.5 is refused by the planner (withheld: a full-suite run saw stale reads in
+	// the mixed 3.5/3.6 cluster it passes through; docs/upgrade.md), with nothing rolled.
+	t.Run("3.7-to-3.6", func(t *testing.T) {
 		t.Parallel()
 		ns := settledCluster(t, "down", 3, "", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v37 })
 		err := tryUpdate(ns, "down", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v35 })
@@ -37,44 +38,55 @@ func TestDowngrade(t *testing.T) {
 		kas := framework.StartKubeAPIServer(t, f.KubeAPIServer, t.TempDir(), "https://"+proxy.Addr, "/kas-down", appFiles(t, ns, "down"))
 		load := startAPILoad(t, kas, "down")
 		data := putData(t, clientFor(t, ns, "down"), "/down/", 30)
-		start, from := time.Now(), v37
-		for i, to := range []string{v36, v35} {
-			handoffs := len(eventsWith(t, ns, "down", "MoveLeader"))
-			w := watchRoll(t, ns, "down", 3)
-			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = to })
-			if i == 0 {
-				ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-				hit, err := stopAtFailpoint(ctx, ns, "down", failpoint.AfterDowngradeEnable, 3*time.Minute)
-				cancel()
-				if err != nil || !hit {
-					t.Fatalf("the operator did not stop after enabling the downgrade (hit %v): %v", hit, err)
-				}
-			}
-			d := waitDowngrade(t, ns, "down", to, stewardv1.DowngradeCompleted, 10*time.Minute)
-			w.finish(fmt.Sprintf("downgrade %s -> %s", from, to), 1)
-			t.Logf("MEASURE downgrade %s -> %s: %.1fs from the edit to Completed (%s)", from, to,
-				d.FinishedAt.Sub(w.changed).Seconds(), d.Message)
-			if d.From != from {
-				t.Errorf("status.downgrade.from %q, want %q", d.From, from)
-			}
-			// One handoff, before the leader rolls last; none when an election (a loaded machine)
-			// already put leadership on a rolled member. Two would be a leader rolled twice over.
-			switch n := len(eventsWith(t, ns, "down", "MoveLeader")) - handoffs; {
-			case n > 1:
-				t.Errorf("%d leader handoffs in the downgrade to %s, want 1 (the leader last)", n, to)
-			case n == 0:
-				t.Logf("no MoveLeader in the downgrade to %s: leaders %v (an election moved it first)", to, w.leaders)
-			}
-			membersRun(t, ns, "down", to)
-			from = to
+		start := time.Now()
+		handoffs := len(eventsWith(t, ns, "down", "MoveLeader"))
+		w := watchRoll(t, ns, "down", 3)
+		w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v36 })
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		hit, err := stopAtFailpoint(ctx, ns, "down", failpoint.AfterDowngradeEnable, 3*time.Minute)
+		cancel()
+		if err != nil || !hit {
+			t.Fatalf("the operator did not stop after enabling the downgrade (hit %v): %v", hit, err)
 		}
+		d := waitDowngrade(t, ns, "down", v36, stewardv1.DowngradeCompleted, 10*time.Minute)
+		w.finish(fmt.Sprintf("downgrade %s -> %s", v37, v36), 1)
+		t.Logf("MEASURE downgrade %s -> %s: %.1fs from the edit to Completed (%s)", v37, v36,
+			d.FinishedAt.Sub(w.changed).Seconds(), d.Message)
+		if d.From != v37 {
+			t.Errorf("status.downgrade.from %q, want %q", d.From, v37)
+		}
+		// One handoff, before the leader rolls last; none when an election (a loaded machine)
+		// already put leadership on a rolled member. Two would be a leader rolled twice over.
+		switch n := len(eventsWith(t, ns, "down", "MoveLeader")) - handoffs; {
+		case n > 1:
+			t.Errorf("%d leader handoffs in the downgrade to %s, want 1 (the leader last)", n, v36)
+		case n == 0:
+			t.Logf("no MoveLeader in the downgrade to %s: leaders %v (an election moved it first)", v36, w.leaders)
+		}
+		membersRun(t, ns, "down", v36)
 		h := load.stop()
-		logAPILoad(t, "downgrades 3.7 -> 3.6 -> 3.5, kube-apiserver", h, start)
+		logAPILoad(t, "downgrade 3.7 -> 3.6, kube-apiserver", h, start)
 		if failed := h.Lockouts(); len(failed) > 0 {
-			t.Errorf("%d kube-apiserver requests failed through the downgrades: %s", len(failed), firstOps(failed))
+			t.Errorf("%d kube-apiserver requests failed through the downgrade: %s", len(failed), firstOps(failed))
 		}
 		checkObjectsKept(t, kas, h)
 		checkData(t, clientFor(t, ns, "down"), "/down/", data)
+
+		before := uids(t, ns, "down")
+		update(t, ns, "down", func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v35 })
+		f.WaitFor(t, ns, "3.6 -> 3.5 refused", 2*time.Minute, func(ctx context.Context) (bool, error) {
+			ec, err := get(ctx, ns, "down")
+			if err != nil {
+				return false, err
+			}
+			for _, c := range ec.Status.Conditions {
+				if strings.Contains(c.Message, "is not downgraded by Steward") {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("conditions %+v", ec.Status.Conditions)
+		})
+		assertPodsUntouched(t, ns, "down", before, "a withheld downgrade")
 	})
 
 	// Edited back up once the first member runs 3.6: etcd's downgrade is cancelled and that member
