@@ -11,11 +11,8 @@ package datacheck
 // data is intact and 3.5 still runs on it.
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
@@ -67,20 +64,10 @@ func V2CustomContent(dataDir string) (string, error) {
 // whole, with etcd's snap.Read; nil when there is none. Read only: etcd's Snapshotter.Load would
 // also rename broken files and remove orphans, which is etcd's to do when it starts.
 func newestV2Snapshot(dir string) (*raftpb.Snapshot, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil // no data yet
-	}
+	names, err := sortedFiles(dir, ".snap") // %016x-%016x: by term, then index
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".snap") {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names) // %016x-%016x: by term, then index
 	for i := len(names) - 1; i >= 0; i-- {
 		if s, err := snap.Read(zap.NewNop(), filepath.Join(dir, names[i])); err == nil {
 			return s, nil

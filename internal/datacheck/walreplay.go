@@ -49,20 +49,10 @@ func V2EntryAfterSnapshot(dataDir string) (uint64, error) {
 // readWAL replays every WAL file of dataDir in order; an empty replay when there is no WAL.
 func readWAL(dataDir string) (*replay, error) {
 	walDir := filepath.Join(dataDir, "member", "wal")
-	names, err := os.ReadDir(walDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return &replay{}, nil
-	}
+	wals, err := sortedFiles(walDir, ".wal")
 	if err != nil {
 		return nil, err
 	}
-	var wals []string
-	for _, e := range names {
-		if strings.HasSuffix(e.Name(), ".wal") {
-			wals = append(wals, e.Name())
-		}
-	}
-	slices.Sort(wals)
 	r := &replay{}
 	for _, name := range wals {
 		if err := r.readFile(filepath.Join(walDir, name)); err != nil {
@@ -70,6 +60,26 @@ func readWAL(dataDir string) (*replay, error) {
 		}
 	}
 	return r, nil
+}
+
+// sortedFiles are the names in dir ending in suffix, sorted (etcd's WAL and snapshot names are
+// fixed-width hex, so by sequence); none when dir does not exist.
+func sortedFiles(dir, suffix string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // replay follows the WAL as etcd reads it: a later entry at an index overwrites that index and
