@@ -86,6 +86,20 @@ func (h *harness) puts(from, n int) int64 {
 
 // chainRevisions reads every revision the store's chain holds to rev, and checks each against the
 // source's own history at that revision.
+// chainEnd is the last revision the stored segments reach.
+func (h *harness) chainEnd() int64 {
+	h.t.Helper()
+	_, segs, err := segstore.List(context.Background(), h.store, prefix)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var end int64
+	for _, s := range segs {
+		end = max(end, s.Last)
+	}
+	return end
+}
+
 func (h *harness) chainRevisions(rev int64) []int64 {
 	h.t.Helper()
 	ctx := context.Background()
@@ -166,12 +180,21 @@ func TestStreamsEveryRevisionAcrossRestarts(t *testing.T) {
 	done := h.start(ctx)
 	rev := h.puts(0, 40)
 	h.waitDurable(rev)
+	durable := rev
 	rev = h.puts(40, 10) // held when stopped
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("stopped: %v", err)
 	}
-	if err := contiguous(h.chainRevisions(rev), b+1, rev); err != nil {
+	// The stop uploads what the watch had delivered; a revision written just before the cancel
+	// may not have reached the streamer yet (CI saw 56 of 46-56 missing here), and the next run
+	// picks it up: the check after the restart covers every revision, none twice.
+	end := h.chainEnd()
+	if end < durable {
+		t.Fatalf("the chain ends at %d, before revision %d reported durable", end, durable)
+	}
+	t.Logf("the stop uploaded %d of the %d revisions written just before it", end-durable, rev-durable)
+	if err := contiguous(h.chainRevisions(end), b+1, end); err != nil {
 		t.Fatalf("after the first run: %v", err)
 	}
 
