@@ -69,7 +69,7 @@ func (r *EtcdClusterReconciler) downgrade(ctx context.Context, ec *stewardv1.Etc
 // earlier reconcile whose status write was lost).
 func reportsDowngrade(o *observed, minor string) bool {
 	for _, e := range o.facts.Etcd.Endpoints {
-		if e.Reachable && e.DowngradeEnabled && strings.HasPrefix(e.DowngradeTarget+".", minor+".") {
+		if e.Reachable && e.DowngradeEnabled && versionguard.Minor(e.DowngradeTarget) == minor {
 			return true
 		}
 	}

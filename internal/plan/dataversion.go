@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"strings"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
@@ -35,9 +34,7 @@ func dataVersions(d *stewardv1.DataVersion) []runningVersion {
 		out = append(out, runningVersion{d.Server, "has data last written by etcd", true})
 	}
 	if s := d.Storage; s != "" {
-		if strings.Count(s, ".") == 1 {
-			s += ".0" // "3.6": etcd writes major.minor.0, but a major.minor is as clear
-		}
+		s = storageFull(s) // "3.6": etcd writes major.minor.0, but a major.minor is as clear
 		return append(out, runningVersion{version: s, source: "has data of storage version"})
 	}
 	if v, ok := parseVersion(d.Server); ok && (v[0] > 3 || v[0] == 3 && v[1] > 5) {

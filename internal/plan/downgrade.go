@@ -174,7 +174,7 @@ func (v *view) storageNotLowered(target string) string {
 		case e == nil || !e.Reachable:
 			behind = append(behind, m.Name+" does not answer")
 		case versionguard.Minor(e.Version) == minor:
-		case e.StorageVersion == "" || versionguard.Minor(storageFull(e.StorageVersion)) != minor:
+		case e.StorageVersion == "" || versionguard.Minor(e.StorageVersion) != minor:
 			behind = append(behind, fmt.Sprintf("%s reports %q", m.Name, e.StorageVersion))
 		}
 	}
@@ -182,6 +182,8 @@ func (v *view) storageNotLowered(target string) string {
 	return strings.Join(behind, ", ")
 }
 
+// storageFull is a version etcd may report as major.minor ("3.6", as some storage and cluster
+// versions are) in full ("3.6.0"), for ClassifyVersion.
 func storageFull(s string) string {
 	if strings.Count(s, ".") == 1 {
 		return s + ".0"
@@ -222,7 +224,7 @@ func (v *view) downgradeAllows(r runningVersion, want string) bool {
 	}
 	d := v.f.Cluster.Status.Downgrade
 	return d != nil && d.Stage == stewardv1.DowngradeEnabled && versionguard.Minor(d.Target) == versionguard.Minor(want) &&
-		v.etcdDowngradeTarget() != "" && versionguard.Minor(storageFull(v.etcdDowngradeTarget())) == versionguard.Minor(want) &&
+		v.etcdDowngradeTarget() != "" && versionguard.Minor(v.etcdDowngradeTarget()) == versionguard.Minor(want) &&
 		v.storageNotLowered(want) == ""
 }
 

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
 // operatorUp keeps scenarios that kill the operator apart from those that need it up throughout:
@@ -62,7 +64,7 @@ func killOperatorLocked(ctx context.Context) error {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err == nil {
 			for _, p := range pods.Items {
-				if p.CreationTimestamp.After(killed.Add(-time.Second)) && p.DeletionTimestamp == nil && podReady(&p) {
+				if p.CreationTimestamp.After(killed.Add(-time.Second)) && framework.PodReady(&p) {
 					return nil
 				}
 			}
@@ -70,13 +72,4 @@ func killOperatorLocked(ctx context.Context) error {
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("no new operator Pod was Ready within 2 minutes of the kill")
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
