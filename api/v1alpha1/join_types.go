@@ -9,9 +9,16 @@ import (
 // replaces one source member, which is removed from etcd; the cluster keeps its ID, its data and
 // its revisions, and clients are served throughout. Read only at creation: only abort may change.
 //
-// Only plaintext sources (http:// on both planes, spec.tls.enabled false) can be adopted so far:
-// a TLS source needs Steward to issue its members' certificates from the source's CA.
-// +kubebuilder:validation:XValidation:rule="self.endpoints.all(e, e.startsWith('http://'))",message="spec.bootstrap.join.endpoints: only plaintext (http://) sources can be adopted so far; a TLS source cannot be joined yet"
+// A TLS source (https:// endpoints) is adopted with its CA: caSecretName holds the CA's certificate
+// and key, and Steward issues every certificate from it (its members' peer and server certificates,
+// its own client certificate), so the source's members and clients trust Steward's members and
+// Steward's members trust them, with nothing to change on the source. Both planes must match the
+// source's: a source with plaintext peers and TLS clients cannot be adopted yet (the preflight's
+// PeerScheme check says so).
+// +kubebuilder:validation:XValidation:rule="self.endpoints.all(e, e.startsWith('http://')) || self.endpoints.all(e, e.startsWith('https://'))",message="spec.bootstrap.join.endpoints: all http:// (a plaintext source) or all https:// (a TLS source), not both"
+// +kubebuilder:validation:XValidation:rule="!self.endpoints.exists(e, e.startsWith('https://')) || has(self.caSecretName)",message="spec.bootstrap.join.caSecretName is required for a TLS (https://) source: a Secret with the source's CA certificate and key (tls.crt and tls.key), from which Steward issues certificates the source trusts"
+// +kubebuilder:validation:XValidation:rule="!has(self.caSecretName) || self.endpoints.all(e, e.startsWith('https://'))",message="spec.bootstrap.join.caSecretName is only used with a TLS (https://) source"
+// +kubebuilder:validation:XValidation:rule="has(self.caSecretName) == has(oldSelf.caSecretName) && (!has(self.caSecretName) || self.caSecretName == oldSelf.caSecretName)",message="spec.bootstrap.join.caSecretName is read only when the cluster is created and cannot change"
 type JoinSpec struct {
 	// endpoints are client URLs of the running cluster's members (one answering is enough; the
 	// member list names the rest), e.g. http://etcd-0.etcd-headless.ns.svc.cluster.local:2379.
@@ -26,6 +33,14 @@ type JoinSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	StatefulSetName string `json:"statefulSetName,omitempty"`
+	// caSecretName (TLS sources) names a Secret in this namespace with the source's CA: tls.crt and
+	// tls.key (what kubectl create secret tls writes), or ca.crt and ca.key. Steward copies it
+	// into its own CA Secret (<cluster>-ca) when the cluster is created and issues every
+	// certificate from it; a later spec.tls.rotateCA moves the cluster off the source's CA. No CA
+	// rotation starts while the adoption runs: the source's members trust only the source's CA.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CASecretName string `json:"caSecretName,omitempty"`
 	// abort stops the adoption: Steward's members are removed from etcd one at a time and the
 	// source is left as it was. Once the last source member was removed there is nothing to go
 	// back to, and abort does nothing (status says so). The only field here that may change.

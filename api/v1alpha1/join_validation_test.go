@@ -13,6 +13,11 @@ func join(j *stewardv1.JoinSpec) func(*stewardv1.EtcdCluster) {
 	}
 }
 
+// tlsJoin adopts a TLS source with TLS left at its default (on).
+func tlsJoin(j *stewardv1.JoinSpec) func(*stewardv1.EtcdCluster) {
+	return func(ec *stewardv1.EtcdCluster) { ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: j} }
+}
+
 func TestJoinValidation(t *testing.T) {
 	ep := []string{"http://etcd-0.etcd-headless.default.svc:2379"}
 	cases := []struct {
@@ -24,11 +29,24 @@ func TestJoinValidation(t *testing.T) {
 		{"no endpoints", join(&stewardv1.JoinSpec{}), "spec.bootstrap.join.endpoints"},
 		{"not a URL", join(&stewardv1.JoinSpec{Endpoints: []string{"etcd-0:2379"}}), "spec.bootstrap.join.endpoints"},
 		{"a path", join(&stewardv1.JoinSpec{Endpoints: []string{"http://etcd-0:2379/v3"}}), "spec.bootstrap.join.endpoints"},
-		{"TLS source", join(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}}), "only plaintext (http://) sources can be adopted so far"},
+		{"TLS source without its CA", tlsJoin(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}}),
+			"spec.bootstrap.join.caSecretName is required for a TLS (https://) source"},
+		{"TLS source with its CA", tlsJoin(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}, CASecretName: "src-ca"}), ""},
+		{"TLS source, TLS off", join(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}, CASecretName: "src-ca"}),
+			"a TLS source is adopted with spec.tls enabled and source Operator on both planes"},
+		{"TLS source, user Secrets", func(ec *stewardv1.EtcdCluster) {
+			tlsJoin(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}, CASecretName: "src-ca"})(ec)
+			ec.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "p"},
+				Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "c"}}
+		}, "a TLS source is adopted with spec.tls enabled and source Operator on both planes"},
+		{"plaintext and TLS endpoints", tlsJoin(&stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379", "http://etcd-1:2379"},
+			CASecretName: "src-ca"}), "all http:// (a plaintext source) or all https:// (a TLS source), not both"},
+		{"a CA for a plaintext source", join(&stewardv1.JoinSpec{Endpoints: ep, CASecretName: "src-ca"}),
+			"spec.bootstrap.join.caSecretName is only used with a TLS (https://) source"},
 		{"TLS left on (the default)", func(ec *stewardv1.EtcdCluster) {
 			join(&stewardv1.JoinSpec{Endpoints: ep})(ec)
 			ec.Spec.TLS = nil
-		}, "spec.bootstrap.join adopts plaintext sources only so far: set spec.tls.enabled to false"},
+		}, "a plaintext (http://) source is adopted with spec.tls.enabled false"},
 		{"restore and join", func(ec *stewardv1.EtcdCluster) {
 			join(&stewardv1.JoinSpec{Endpoints: ep})(ec)
 			ec.Spec.Bootstrap.Restore = &stewardv1.RestoreSpec{BackupName: "b1"}
@@ -56,6 +74,28 @@ func TestJoinImmutableButAbort(t *testing.T) {
 			c := ec.DeepCopy()
 			change(c.Spec.Bootstrap.Join)
 			expectResult(t, env.Client.Update(ctx(t), c), "spec.bootstrap is immutable")
+		})
+	}
+	removed := ec.DeepCopy()
+	removed.Spec.Bootstrap.Join = nil
+	expectResult(t, env.Client.Update(ctx(t), removed), "spec.bootstrap is immutable")
+
+	abort := ec.DeepCopy()
+	abort.Spec.Bootstrap.Join.Abort = true
+	expectResult(t, env.Client.Update(ctx(t), abort), "")
+}
+
+// The source's CA is copied once, at creation: naming another Secret later would change nothing.
+func TestJoinCAImmutable(t *testing.T) {
+	ec := newCluster(tlsJoin(&stewardv1.JoinSpec{Endpoints: []string{"https://a:2379"}, CASecretName: "src-ca"}))
+	if err := env.Client.Create(ctx(t), ec); err != nil {
+		t.Fatal(err)
+	}
+	for name, ca := range map[string]string{"changed": "other-ca", "cleared": ""} {
+		t.Run(name, func(t *testing.T) {
+			c := ec.DeepCopy()
+			c.Spec.Bootstrap.Join.CASecretName = ca
+			expectResult(t, env.Client.Update(ctx(t), c), "caSecretName")
 		})
 	}
 	removed := ec.DeepCopy()
