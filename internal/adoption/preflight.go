@@ -14,6 +14,7 @@ import (
 
 // Check names, in the order the preflight runs them.
 const (
+	CheckSourceCA    = "SourceCA"
 	CheckAuth        = "Auth"
 	CheckReachable   = "Reachable"
 	CheckNoLearner   = "NoLearner"
@@ -38,6 +39,19 @@ type Source struct {
 	// StatefulSet is the named StatefulSet (spec.bootstrap.join.statefulSetName); nil when none is
 	// named.
 	StatefulSet *StatefulSet
+	// CA is the source's CA as taken from spec.bootstrap.join.caSecretName; zero for a plaintext
+	// source.
+	CA CA
+}
+
+// CA is the source's CA Steward issues its certificates from (a TLS source).
+type CA struct {
+	// Secret is spec.bootstrap.join.caSecretName; empty for a plaintext source.
+	Secret string
+	// Subject and NotAfter (RFC 3339) name the CA taken, for the user to confirm it is the source's.
+	Subject, NotAfter string
+	// Err says why it could not be taken (the Secret missing, no key, not a CA); empty when it was.
+	Err string
 }
 
 // StatefulSet is what the preflight needs of the source's StatefulSet.
@@ -75,8 +89,12 @@ const DefaultQuotaBytes int64 = 2 << 30
 // first: etcd answers AuthStatus without credentials, and with auth on, the member list itself is
 // refused, which would otherwise read as an unreachable source.
 func Preflight(s Source, t Target) []stewardv1.AdoptionCheck {
-	checks := []stewardv1.AdoptionCheck{auth(s), reachable(s)}
-	if !checks[1].Passed {
+	ca := sourceCA(s)
+	if !ca.Passed {
+		return []stewardv1.AdoptionCheck{ca} // without it the operator holds no certificate the source trusts
+	}
+	checks := []stewardv1.AdoptionCheck{ca, auth(s), reachable(s)}
+	if !checks[2].Passed {
 		return checks // nothing else can be judged without the member list
 	}
 	return append(checks, noLearner(s), healthy(s), noAlarm(s), version(s, t), peerScheme(s, t),
@@ -102,6 +120,21 @@ func pass(name, format string, args ...any) stewardv1.AdoptionCheck {
 
 func fail(name, format string, args ...any) stewardv1.AdoptionCheck {
 	return stewardv1.AdoptionCheck{Name: name, Message: fmt.Sprintf(format, args...)}
+}
+
+// sourceCA: a TLS source is adopted with its own CA, so that every certificate Steward issues is
+// one the source's members and clients already trust, and theirs are ones Steward's members trust.
+func sourceCA(s Source) stewardv1.AdoptionCheck {
+	switch {
+	case s.CA.Secret == "":
+		return pass(CheckSourceCA, "plaintext source: no CA to take")
+	case s.CA.Err != "":
+		return fail(CheckSourceCA, "the source's CA (Secret %s, spec.bootstrap.join.caSecretName): %s. Put the CA certificate "+
+			"and key the source's certificates chain to in it (kubectl create secret tls %s --cert=ca.crt --key=ca.key)",
+			s.CA.Secret, s.CA.Err, s.CA.Secret)
+	}
+	return pass(CheckSourceCA, "Steward issues its certificates from the source's CA %s (Secret %s, valid until %s)",
+		s.CA.Subject, s.CA.Secret, s.CA.NotAfter)
 }
 
 func reachable(s Source) stewardv1.AdoptionCheck {
@@ -202,12 +235,22 @@ func minor(v string) string {
 	return strings.TrimPrefix(semver.MajorMinor(v), "v")
 }
 
+// peerScheme: Steward runs both planes with TLS or neither, so a source is adopted only when its
+// peers use what Steward's members will (TLS exactly when the source's endpoints are https://).
 func peerScheme(s Source, t Target) stewardv1.AdoptionCheck {
 	for _, m := range s.Etcd.Members {
 		for _, u := range m.PeerURLs {
-			if !strings.HasPrefix(u, t.PeerScheme+"://") {
-				return fail(CheckPeerScheme, "member %s's peer URL %s does not use %s, which Steward's members would: "+
-					"set spec.tls.enabled to match the source (false for plaintext peers)", m.Name, u, t.PeerScheme)
+			switch {
+			case strings.HasPrefix(u, t.PeerScheme+"://"):
+			case t.PeerScheme == "https":
+				return fail(CheckPeerScheme, "member %s's peer URL %s is plaintext while Steward's members would use TLS on "+
+					"both planes: a source with TLS clients and plaintext peers cannot be adopted yet. Move the source's "+
+					"peers to TLS first (per member: etcdctl member update <id> --peer-urls=https://..., then restart it "+
+					"with --peer-cert-file, --peer-key-file, --peer-trusted-ca-file and --peer-client-cert-auth), then adopt",
+					m.Name, u)
+			default:
+				return fail(CheckPeerScheme, "member %s's peer URL %s uses TLS: adopt a TLS source with https:// endpoints "+
+					"and spec.bootstrap.join.caSecretName (its CA), spec.tls left enabled", m.Name, u)
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func TestPreflight(t *testing.T) {
 			check: CheckVersion, msg: "the source runs etcd 3.5.21"},
 		{name: "TLS peers, plaintext Steward", source: func(s *Source) {
 			s.Etcd.Members[0].PeerURLs = []string{"https://etcd-0.etcd-headless.ns.svc:2380"}
-		}, check: CheckPeerScheme, msg: "set spec.tls.enabled to match the source"},
+		}, check: CheckPeerScheme, msg: "adopt a TLS source with https:// endpoints and spec.bootstrap.join.caSecretName"},
 		{name: "source quota above Steward's", source: func(s *Source) { s.Etcd.Endpoints[0].DBSizeQuota = 8 << 30 },
 			check: CheckQuota, msg: "below the source's quota (8192.0 MiB): set spec.options.quotaBackendBytes to at least 8589934592"},
 		{name: "3.5 source (no quota reported) larger than Steward's quota", source: func(s *Source) {
@@ -133,7 +133,14 @@ func TestPreflight(t *testing.T) {
 		}},
 		{name: "every peer URL must use the scheme", source: func(s *Source) {
 			s.Etcd.Members[0].PeerURLs = append(s.Etcd.Members[0].PeerURLs, "https://10.0.0.7:2380")
-		}, check: CheckPeerScheme, msg: "https://10.0.0.7:2380 does not use http"},
+		}, check: CheckPeerScheme, msg: "https://10.0.0.7:2380 uses TLS: adopt a TLS source with https:// endpoints and spec.bootstrap.join.caSecretName"},
+		{name: "TLS source", source: tlsSource, target: tlsTarget},
+		{name: "TLS clients, plaintext peers", source: func(s *Source) { s.CA = CA{Secret: "src-ca", Subject: "CN=src"} },
+			target: tlsTarget, check: CheckPeerScheme, msg: "is plaintext while Steward's members would use TLS on both planes"},
+		{name: "the source's CA Secret missing", source: func(s *Source) {
+			tlsSource(s)
+			s.CA.Err = `Secret "src-ca" not found`
+		}, target: tlsTarget, check: CheckSourceCA, msg: `the source's CA (Secret src-ca, spec.bootstrap.join.caSecretName): Secret "src-ca" not found`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,8 +158,8 @@ func TestPreflight(t *testing.T) {
 			case tc.check == "" && !ok:
 				t.Fatalf("refused: %s", why)
 			case tc.check == "":
-				if len(checks) != 10 {
-					t.Fatalf("%d checks ran, want 10", len(checks))
+				if len(checks) != 11 {
+					t.Fatalf("%d checks ran, want 11", len(checks))
 				}
 			case ok:
 				t.Fatalf("passed; want %s to fail", tc.check)
@@ -181,16 +188,47 @@ func TestPassedWithoutChecks(t *testing.T) {
 func TestPreflightStopsWhenUnreachable(t *testing.T) {
 	s := source()
 	s.Etcd.MemberListErr = "refused"
-	if got := Preflight(s, target()); len(got) != 2 || got[1].Passed {
+	if got := Preflight(s, target()); len(got) != 3 || got[2].Passed {
 		t.Fatalf("checks %+v", got)
 	}
+}
+
+// Without the source's CA nothing can be read (the operator has no certificate the source
+// trusts), so the preflight stops at it and says only that.
+func TestPreflightStopsWithoutTheSourceCA(t *testing.T) {
+	s := source()
+	tlsSource(&s)
+	s.CA.Err = "tls.key is missing"
+	s.Etcd.MemberListErr = "x509: certificate signed by unknown authority"
+	got := Preflight(s, tlsTarget2())
+	if len(got) != 1 || got[0].Name != CheckSourceCA || got[0].Passed || !strings.Contains(got[0].Message, "tls.key is missing") {
+		t.Fatalf("checks %+v", got)
+	}
+}
+
+// tlsSource is source() with TLS on both planes and its CA taken.
+func tlsSource(s *Source) {
+	for i := range s.Etcd.Members {
+		for j, u := range s.Etcd.Members[i].PeerURLs {
+			s.Etcd.Members[i].PeerURLs[j] = strings.Replace(u, "http://", "https://", 1)
+		}
+	}
+	s.CA = CA{Secret: "src-ca", Subject: "CN=etcd-ca", NotAfter: "2036-01-02T00:00:00Z"}
+}
+
+func tlsTarget(t *Target) { t.PeerScheme = "https" }
+
+func tlsTarget2() Target {
+	t := target()
+	tlsTarget(&t)
+	return t
 }
 
 // The checks run in the documented order, and a passed check says what it found (status shows
 // them all before anything changes).
 func TestPreflightOrderAndFindings(t *testing.T) {
 	checks := Preflight(source(), target())
-	want := []string{CheckAuth, CheckReachable, CheckNoLearner, CheckHealthy, CheckNoAlarm, CheckVersion, CheckPeerScheme,
+	want := []string{CheckSourceCA, CheckAuth, CheckReachable, CheckNoLearner, CheckHealthy, CheckNoAlarm, CheckVersion, CheckPeerScheme,
 		CheckQuota, CheckNames, CheckStatefulSet}
 	if len(checks) != len(want) {
 		t.Fatalf("%d checks, want %d", len(checks), len(want))
@@ -200,7 +238,7 @@ func TestPreflightOrderAndFindings(t *testing.T) {
 			t.Errorf("check %d: %+v, want %s passed with a finding", i, c, want[i])
 		}
 	}
-	for _, w := range []string{"3 members", "leader a0", "source 3.6.16, Steward 3.6.16", "peers use http", "quota 2048.0 MiB",
+	for _, w := range []string{"plaintext source: no CA to take", "3 members", "leader a0", "source 3.6.16, Steward 3.6.16", "peers use http", "quota 2048.0 MiB",
 		"StatefulSet etcd runs every member (3 Pods)"} {
 		found := false
 		for _, c := range checks {
@@ -221,5 +259,20 @@ func TestPassedNamesTheFirstFailure(t *testing.T) {
 	ok, why := Passed(Preflight(s, target()))
 	if ok || !strings.HasPrefix(why, CheckAuth+": ") {
 		t.Fatalf("passed=%v, why %q; want the Auth failure first", ok, why)
+	}
+}
+
+// A TLS source's passed CA check names the CA Steward issues from, so the user can confirm it is
+// the source's.
+func TestPreflightNamesTheSourceCA(t *testing.T) {
+	s := source()
+	tlsSource(&s)
+	checks := Preflight(s, tlsTarget2())
+	if ok, why := Passed(checks); !ok {
+		t.Fatalf("refused: %s", why)
+	}
+	if c := checks[0]; c.Name != CheckSourceCA || !strings.Contains(c.Message, "CN=etcd-ca") ||
+		!strings.Contains(c.Message, "src-ca") || !strings.Contains(c.Message, "2036-01-02") {
+		t.Fatalf("CA check %+v", c)
 	}
 }
