@@ -123,6 +123,9 @@ func (r *EtcdClusterReconciler) adoptionFacts(ctx context.Context, ec *stewardv1
 			src.StatefulSet.Pods = append(src.StatefulSet.Pods, p.Name)
 		}
 	}
+	if o.tls != nil {
+		src.CA = o.tls.sourceCA
+	}
 	if o.client == nil {
 		src.AuthErr = "no client"
 	} else if src.AuthEnabled, err = o.client.AuthEnabled(ctx); err != nil {

@@ -108,7 +108,7 @@ func TestAdoptionJoinsAndAborts(t *testing.T) {
 			return fmt.Errorf("phase %s: %s", a.Phase, a.Message)
 		case a.ClusterID != fmt.Sprintf("%x", clusterID) || ec.Status.ClusterID != a.ClusterID:
 			return fmt.Errorf("cluster ID %s (status %s), want %x", a.ClusterID, ec.Status.ClusterID, clusterID)
-		case len(a.Checks) != 10 || slices.ContainsFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed }):
+		case len(a.Checks) != 11 || slices.ContainsFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed }):
 			return fmt.Errorf("checks %+v", a.Checks)
 		case len(a.SourceMembers) != 3 || slices.ContainsFunc(a.SourceMembers, func(s stewardv1.SourceMember) bool {
 			return s.State != stewardv1.SourceServing

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/adoption"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/pki"
 	"github.com/etcd-steward/steward/internal/resources"
@@ -30,6 +31,9 @@ type tlsObserved struct {
 	// wrong with them instead.
 	user    *tlsplan.UserTLS
 	userMsg string
+	// sourceCA is the adopted TLS source's CA as taken (spec.bootstrap.join.caSecretName), for the
+	// adoption's preflight; zero otherwise.
+	sourceCA adoption.CA
 	// appSecret is the application client Secret as read, nil when missing.
 	appSecret *corev1.Secret
 	// secrets are the members' TLS Secrets as they stand after this reconcile's writes.
@@ -73,16 +77,29 @@ func (r *EtcdClusterReconciler) prepareTLS(ctx context.Context, ec *stewardv1.Et
 		}
 		return t, r.userCredentials(ctx, ec, t.user)
 	}
-	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.CASecretName(ec.Name)}, &s)
-	switch {
-	case apierrors.IsNotFound(err):
-		return t, nil
-	case err != nil:
+	var live *corev1.Secret
+	var err error
+	if t.sourceCA, live, err = r.takeSourceCA(ctx, ec); err != nil {
 		return nil, err
 	}
-	t.caSecret = &s
-	if t.ca, t.next, err = parseCASecret(&s); err != nil {
+	if t.sourceCA.Err != "" {
+		// Hold: a CA of Steward's own would give its members certificates the source refuses.
+		t.caErr = fmt.Errorf("adopting a TLS source: its CA (Secret %s): %s", t.sourceCA.Secret, t.sourceCA.Err)
+		return t, nil
+	}
+	s := live
+	if s == nil {
+		s = &corev1.Secret{}
+		err = r.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.CASecretName(ec.Name)}, s)
+		switch {
+		case apierrors.IsNotFound(err):
+			return t, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	t.caSecret = s
+	if t.ca, t.next, err = parseCASecret(s); err != nil {
 		t.caErr = fmt.Errorf("the CA Secret %s: %w", s.Name, err)
 		return t, nil
 	}
@@ -155,6 +172,9 @@ func (r *EtcdClusterReconciler) tlsFacts(ctx context.Context, ec *stewardv1.Etcd
 		CASecret: resources.CASecretName(ec.Name), User: t.user}
 	if ec.Spec.TLS != nil && ec.Spec.TLS.RotateCA != "" && t.caSecret != nil {
 		f.RotateRequested = t.caSecret.Annotations[stewardv1.AnnotationRotateCA] != ec.Spec.TLS.RotateCA
+	}
+	if adopting(ec) {
+		f.RotationHold = "the adoption is under way (the source's members trust only the source's CA)"
 	}
 	if ec.Spec.TLS != nil {
 		f.ApproveDropOldCA = ec.Spec.TLS.ApproveDropOldCA
@@ -243,9 +263,14 @@ func (r *EtcdClusterReconciler) writeTLS(ctx context.Context, ec *stewardv1.Etcd
 	d := &t.decision
 	if d.WriteCA != nil {
 		rotate := rotateToken(ec, t)
-		if err := r.writeSecret(ctx, ec, resources.CASecretName(ec.Name), ec, func(s *corev1.Secret) error {
-			return fillCASecret(s, d.WriteCA, rotate)
-		}); err != nil {
+		fill := func(s *corev1.Secret) error { return fillCASecret(s, d.WriteCA, rotate) }
+		if t.caSecret == nil {
+			// A first CA is only created: a CA Secret the cache has not shown yet (written a
+			// moment ago, or taken from an adopted source) is never replaced by a fresh one.
+			if err := r.createSecret(ctx, ec, resources.CASecretName(ec.Name), fill); err != nil {
+				return err
+			}
+		} else if err := r.writeSecret(ctx, ec, resources.CASecretName(ec.Name), ec, fill); err != nil {
 			return err
 		}
 		r.event(ec, corev1.EventTypeNormal, "CAUpdated", "CA Secret %s written (rotation pass %s)", resources.CASecretName(ec.Name), d.Pass)
@@ -296,6 +321,24 @@ func rotateToken(ec *stewardv1.EtcdCluster, t *tlsObserved) string {
 func (r *EtcdClusterReconciler) writeSecret(ctx context.Context, ec *stewardv1.EtcdCluster, name string, owner client.Object, fill func(*corev1.Secret) error) error {
 	_, err := r.writeSecretObj(ctx, ec, name, owner, fill)
 	return err
+}
+
+// createSecret creates a Secret owned by the cluster, and never replaces one: one that exists
+// already is read on the next reconcile (errRetry).
+func (r *EtcdClusterReconciler) createSecret(ctx context.Context, ec *stewardv1.EtcdCluster, name string, fill func(*corev1.Secret) error) error {
+	s := tlsSecret(ec, name)
+	if err := fill(s); err != nil {
+		return err
+	}
+	if err := controllerutil.SetControllerReference(ec, s, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
+		return errRetry
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // writeSecretObj creates or replaces a Secret owned by owner (the cluster, or a member so that its

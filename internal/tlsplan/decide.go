@@ -86,7 +86,15 @@ func Decide(f Facts) Decision {
 		}
 		return Decision{WriteCA: &CAWrite{Current: ca}, Hold: "creating the cluster CA", Pass: pki.Done}
 	}
-	if f.NextCA == nil && (f.RotateRequested || pki.RenewalDue(f.CA.Cert, f.Now, f.RenewFraction)) {
+	due := f.NextCA == nil && (f.RotateRequested || pki.RenewalDue(f.CA.Cert, f.Now, f.RenewFraction))
+	if due && f.RotationHold != "" {
+		d := decideRotation(f)
+		if d.Pending == "" && d.Hold == "" {
+			d.Pending = "a CA rotation waits: " + f.RotationHold
+		}
+		return d
+	}
+	if due {
 		next, err := pki.NewCA(f.Cluster, f.Namespace, f.Now, f.CALifetime)
 		if err != nil {
 			return Decision{Hold: "creating the next CA: " + err.Error(), Pass: pki.Done}
@@ -98,6 +106,11 @@ func Decide(f Facts) Decision {
 		return Decision{WriteCA: &CAWrite{Current: f.CA, Next: next}, RotationStarted: f.RotateRequested,
 			Pending: "starting a CA rotation: " + why, Pass: pki.WidenTrust}
 	}
+	return decideRotation(f)
+}
+
+// decideRotation moves the current CA's leaves, or a rotation under way, on by one step.
+func decideRotation(f Facts) Decision {
 	in := f.rotationInput()
 	rot, err := pki.PlanRotation(in)
 	if err == nil && f.NextCA == nil {

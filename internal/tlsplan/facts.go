@@ -43,6 +43,9 @@ type Facts struct {
 	CASecret string
 	// RotateRequested: spec.tls.rotateCA holds a value no rotation was started for yet.
 	RotateRequested bool
+	// RotationHold, when set, says why no CA rotation may start now (an adoption under way: the
+	// source's members trust only the source's CA); a rotation already started goes on.
+	RotationHold string
 
 	Members []Member
 	// AppClient is the application client Secret's material; nil when it is missing or unreadable.

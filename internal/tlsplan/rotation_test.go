@@ -54,6 +54,32 @@ func TestDecideStartsRotation(t *testing.T) {
 	}
 }
 
+// While a rotation is held (an adoption: the source's members trust only the source's CA, so
+// leaves of a new CA would lock Steward's members out of the source), neither a request nor a due
+// renewal starts one; the request is not recorded as handled, so it starts once the hold lifts,
+// and the wait is said.
+func TestDecideHoldsRotation(t *testing.T) {
+	for _, requested := range []bool{false, true} {
+		t.Run(fmt.Sprintf("requested=%v", requested), func(t *testing.T) {
+			ca := mustCA(t, t0.Add(-100*day), 150*day) // due for renewal
+			f := steady(t, 3, ca, t0.Add(-day), t0)
+			f.RotateRequested = requested
+			f.RotationHold = "the adoption is under way"
+			d := Decide(f)
+			if d.WriteCA != nil || d.RotationStarted || d.Pass == pki.WidenTrust {
+				t.Fatalf("WriteCA=%+v started=%v pass=%s: a held rotation must not start", d.WriteCA, d.RotationStarted, d.Pass)
+			}
+			if !strings.Contains(d.Pending, "a CA rotation waits: the adoption is under way") {
+				t.Errorf("Pending = %q, want the wait said", d.Pending)
+			}
+			f.RotationHold = ""
+			if d := Decide(f); d.WriteCA == nil || d.WriteCA.Next == nil {
+				t.Fatalf("the hold lifted, WriteCA = %+v: the rotation must start", d.WriteCA)
+			}
+		})
+	}
+}
+
 // A request that comes while a rotation is under way does not start another one over it.
 func TestDecideRotationRequestedDuringRotation(t *testing.T) {
 	old, next := mustCA(t, t0.Add(-day), caLife), mustCA(t, t0, caLife)
