@@ -236,8 +236,15 @@ func corruptionArgs(t *stewardv1.MemberTemplate) []string {
 	return []string{"--corrupt-check-time=" + CorruptCheckTime, "--feature-gates=" + gates}
 }
 
-// operatorCA says whether Steward's own CA signs the cluster's certificates.
+// operatorCA says whether a CA of Steward's own signs the cluster's certificates, and only
+// those. An adopted TLS source's CA (spec.bootstrap.join.caSecretName) signed the source's own
+// certificates too, which do not carry Steward's peer identity, so it is not: the cluster keeps
+// the source's peer rule (any certificate of the CA passes the peer port), also after a CA
+// rotation, since the flag is on every member's command line.
 func operatorCA(ec *stewardv1.EtcdCluster) bool {
+	if b := ec.Spec.Bootstrap; b != nil && b.Join != nil && b.Join.CASecretName != "" {
+		return false
+	}
 	return ec.Spec.TLS == nil || ec.Spec.TLS.Peer.Source == "" || ec.Spec.TLS.Peer.Source == stewardv1.TLSSourceOperator
 }
 

@@ -207,6 +207,12 @@ func TestPodTLS(t *testing.T) {
 	if slices.ContainsFunc(Args(member(user)), func(a string) bool { return strings.HasPrefix(a, "--peer-cert-allowed-hostname") }) {
 		t.Error("the peer identity is Steward's CA's; a user's certificates need not carry it")
 	}
+	adopted := cluster(func(c *stewardv1.EtcdCluster) {
+		c.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: &stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}, CASecretName: "src-ca"}}
+	})
+	if slices.ContainsFunc(Args(member(adopted)), func(a string) bool { return strings.HasPrefix(a, "--peer-cert-allowed-hostname") }) {
+		t.Error("the CA is the adopted source's: its members' peer certificates do not carry Steward's peer identity")
+	}
 	m := member(cluster(nil))
 	m.Trust = "abc,def"
 	p := Pod(m, "repo")
