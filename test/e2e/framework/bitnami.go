@@ -1,9 +1,12 @@
 package framework
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,11 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-steward/steward/internal/pki"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // BitnamiEtcd is an etcd StatefulSet laid out as the Bitnami chart (bitnami/etcd) runs it with
-// its defaults and no TLS: the release's StatefulSet <Name> with Parallel pod management and a
+// its defaults, without TLS unless TLS is set: the release's StatefulSet <Name> with Parallel pod management and a
 // PVC per member, a headless Service <Name>-headless (not-ready addresses published: members
 // resolve each other before any is Ready) and a client Service <Name>; each member named after
 // its Pod, peer and client URLs on the Pod's FQDN under the headless Service
@@ -41,6 +45,120 @@ type BitnamiEtcd struct {
 	// Its script exists only in the Bitnami image: here the hook is declared (what an adoption's
 	// preflight looks for) and fails if it ever runs.
 	PreStop bool
+	// TLS, when set, runs both planes over TLS with client-certificate authentication, as the
+	// chart does with auth.client and auth.peer secureTransport and enableAuthentication: every
+	// URL is https. Unset: plaintext, the chart's default.
+	TLS *BitnamiTLS
+}
+
+// BitnamiTLS is the TLS material of a source: its CA, the certificate its members present and an
+// application's client certificate. One member certificate serves every member on both planes
+// (the chart takes one existingSecret per plane, and a wildcard certificate is what its users
+// usually give it), so a member that dials a peer presents it as a client certificate too.
+type BitnamiTLS struct {
+	CA *pki.CA
+	// Member names every member's host, the client Service and localhost (see BitnamiMemberDNSNames),
+	// for server and client authentication.
+	Member *pki.Leaf
+	// Client is what an application of the source holds: a client certificate of CA, naming no
+	// host (etcd checks a client certificate's names only on the peer port).
+	Client *pki.Leaf
+}
+
+// Where the chart mounts its client and peer certificate Secrets, and the file names it reads
+// (auth.*.certFilename and certKeyFilename defaults; ca.crt for the CA).
+const (
+	bitnamiClientCertDir = "/opt/bitnami/etcd/certs/client"
+	bitnamiPeerCertDir   = "/opt/bitnami/etcd/certs/peer"
+	bitnamiCertFile      = "cert.pem"
+	bitnamiKeyFile       = "key.pem"
+	bitnamiCAFile        = "ca.crt"
+	// bitnamiMetricsPort serves /health over plain HTTP: with client-certificate auth the client
+	// port's /health refuses a kubelet probe, which presents no certificate.
+	bitnamiMetricsPort = 2381
+)
+
+// NewBitnamiTLS creates a CA for the source b (Namespace, Name and Replicas set) and issues its
+// member and client certificates, valid from now on.
+func NewBitnamiTLS(b BitnamiEtcd, now time.Time) (*BitnamiTLS, error) {
+	ca, err := pki.NewCA(b.Name+"-source", b.Namespace, now, 0)
+	if err != nil {
+		return nil, err
+	}
+	member, err := ca.Issue(b.Name, pki.Server, BitnamiMemberDNSNames(b), now, 0)
+	if err != nil {
+		return nil, err
+	}
+	client, err := ca.IssueClient(b.Name+"-app", now, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &BitnamiTLS{CA: ca, Member: member, Client: client}, nil
+}
+
+// BitnamiMemberDNSNames are the names of the member certificate: the wildcard under the headless
+// Service (what clients and peers dialling a member's URL verify), each member's name under it
+// spelled out as well, the client Service's names and localhost. etcd checks that a connecting
+// peer's certificate names its address: a wildcard passes only by a reverse lookup of the Pod IP,
+// an explicit name by a forward lookup, which the headless Service answers for every member,
+// ready or not.
+func BitnamiMemberDNSNames(b BitnamiEtcd) []string {
+	dns := []string{"*." + b.HeadlessName() + "." + b.Namespace + ".svc." + ClusterDomain()}
+	for _, p := range b.PodNames() {
+		dns = append(dns, b.podHost(p))
+	}
+	svc := b.Name + "." + b.Namespace
+	return append(dns, svc+".svc."+ClusterDomain(), svc+".svc", svc, b.Name, "localhost")
+}
+
+// ClientConfig is the TLS configuration of an application of the source: it presents Client and
+// trusts CA alone. The server name is left to the client (clientv3 verifies each endpoint against
+// the host of its URL), so every certificate dialled must name that host.
+func (t *BitnamiTLS) ClientConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		RootCAs:    pki.Pool([]*x509.Certificate{t.CA.Cert}),
+		Certificates: []tls.Certificate{{
+			Certificate: [][]byte{t.Client.Cert.Raw}, PrivateKey: t.Client.Key, Leaf: t.Client.Cert,
+		}},
+	}
+}
+
+// CASecret is the source's CA as `kubectl create secret tls` writes it (tls.crt the CA
+// certificate, tls.key its key): what spec.bootstrap.join.caSecretName names.
+func (t *BitnamiTLS) CASecret(ns, name string) (*corev1.Secret, error) {
+	key, err := t.CA.KeyPEM()
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: t.CA.CertPEM(), corev1.TLSPrivateKeyKey: key},
+	}, nil
+}
+
+// TLSSecretName is the Secret with the members' certificate, given to the chart as both planes'
+// existingSecret.
+func (b BitnamiEtcd) TLSSecretName() string { return b.Name + "-certs" }
+
+// TLSSecret holds the member certificate, its key and the CA under the chart's file names.
+func (b BitnamiEtcd) TLSSecret() (*corev1.Secret, error) {
+	if b.TLS == nil {
+		return nil, fmt.Errorf("source %s/%s is plaintext: it has no TLS Secret", b.Namespace, b.Name)
+	}
+	key, err := pki.EncodeKeyPEM(b.TLS.Member.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.TLSSecretName(), Labels: b.Labels()},
+		Data: map[string][]byte{
+			bitnamiCertFile: pki.EncodeCertPEM(b.TLS.Member.Cert), bitnamiKeyFile: key, bitnamiCAFile: b.TLS.CA.CertPEM(),
+		},
+	}, nil
 }
 
 // ClusterDomain is the cluster's DNS domain ($STEWARD_E2E_CLUSTER_DOMAIN, default cluster.local).
@@ -67,15 +185,25 @@ func (b BitnamiEtcd) podHost(pod string) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", pod, b.HeadlessName(), b.Namespace, ClusterDomain())
 }
 
+// scheme is both planes' URL scheme.
+func (b BitnamiEtcd) scheme() string {
+	if b.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
 // PeerURL is a member's peer URL.
-func (b BitnamiEtcd) PeerURL(pod string) string { return "http://" + b.podHost(pod) + ":2380" }
+func (b BitnamiEtcd) PeerURL(pod string) string { return b.scheme() + "://" + b.podHost(pod) + ":2380" }
 
 // MemberClientURL is a member's own client URL, the first it advertises.
-func (b BitnamiEtcd) MemberClientURL(pod string) string { return "http://" + b.podHost(pod) + ":2379" }
+func (b BitnamiEtcd) MemberClientURL(pod string) string {
+	return b.scheme() + "://" + b.podHost(pod) + ":2379"
+}
 
 // ClientURL is the client Service's URL, what applications of the chart are given.
 func (b BitnamiEtcd) ClientURL() string {
-	return fmt.Sprintf("http://%s.%s.svc.%s:2379", b.Name, b.Namespace, ClusterDomain())
+	return fmt.Sprintf("%s://%s.%s.svc.%s:2379", b.scheme(), b.Name, b.Namespace, ClusterDomain())
 }
 
 // HeadlessService publishes every member's address, ready or not.
@@ -120,10 +248,10 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 		{Name: "ETCD_NAME", Value: "$(MY_POD_NAME)"},
 		{Name: "ETCD_DATA_DIR", Value: "/bitnami/etcd/data"},
 		{Name: "ETCD_LOG_LEVEL", Value: "info"},
-		{Name: "ETCD_ADVERTISE_CLIENT_URLS", Value: "http://" + podHost + ":2379," + b.ClientURL()},
-		{Name: "ETCD_LISTEN_CLIENT_URLS", Value: "http://0.0.0.0:2379"},
-		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: "http://" + podHost + ":2380"},
-		{Name: "ETCD_LISTEN_PEER_URLS", Value: "http://0.0.0.0:2380"},
+		{Name: "ETCD_ADVERTISE_CLIENT_URLS", Value: b.scheme() + "://" + podHost + ":2379," + b.ClientURL()},
+		{Name: "ETCD_LISTEN_CLIENT_URLS", Value: b.scheme() + "://0.0.0.0:2379"},
+		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: b.scheme() + "://" + podHost + ":2380"},
+		{Name: "ETCD_LISTEN_PEER_URLS", Value: b.scheme() + "://0.0.0.0:2380"},
 		{Name: "ETCD_INITIAL_CLUSTER_TOKEN", Value: "etcd-cluster-k8s"},
 		{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: "new"},
 		{Name: "ETCD_INITIAL_CLUSTER", Value: strings.Join(initial, ",")},
@@ -134,11 +262,28 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 	if b.AutoCompactionRetention != "" {
 		env = append(env, corev1.EnvVar{Name: "ETCD_AUTO_COMPACTION_RETENTION", Value: b.AutoCompactionRetention})
 	}
+	ports := []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}}
+	probePort := "client"
+	var volumes []corev1.Volume
+	mounts := []corev1.VolumeMount{{Name: "data", MountPath: "/bitnami/etcd"}}
+	if b.TLS != nil {
+		env = append(env, b.tlsEnv()...)
+		// The chart's own probe runs etcdctl with a client certificate; an HTTP probe has none,
+		// so it asks the metrics listener, which serves /health without TLS.
+		env = append(env, corev1.EnvVar{Name: "ETCD_LISTEN_METRICS_URLS", Value: fmt.Sprintf("http://0.0.0.0:%d", bitnamiMetricsPort)})
+		ports = append(ports, corev1.ContainerPort{Name: "metrics", ContainerPort: bitnamiMetricsPort})
+		probePort = "metrics"
+		volumes = []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: b.TLSSecretName(), DefaultMode: ptr.To[int32](0o440)}}}}
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: "certs", MountPath: bitnamiClientCertDir, ReadOnly: true},
+			corev1.VolumeMount{Name: "certs", MountPath: bitnamiPeerCertDir, ReadOnly: true})
+	}
 	// /health answers 503 without a leader or with an alarm: Ready means "serves". The chart
 	// probes with a script (etcdctl endpoint health) after 60 s; these start at once, so the
 	// client Service has endpoints as soon as the cluster serves.
 	probe := func(period, failures int32) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString("client")}},
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromString(probePort)}},
 			PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: failures}
 	}
 	var lifecycle *corev1.Lifecycle
@@ -159,16 +304,17 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 				ObjectMeta: metav1.ObjectMeta{Labels: b.Labels()},
 				Spec: corev1.PodSpec{
 					SecurityContext: resources.RestrictedPod(),
+					Volumes:         volumes,
 					Containers: []corev1.Container{{
 						Name: "etcd", Image: b.Image, ImagePullPolicy: corev1.PullIfNotPresent,
 						SecurityContext: resources.RestrictedContainer(),
 						Command:         []string{"etcd"},
 						Env:             env,
-						Ports:           []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}},
+						Ports:           ports,
 						ReadinessProbe:  probe(2, 3),
 						LivenessProbe:   probe(10, 5),
 						Lifecycle:       lifecycle,
-						VolumeMounts:    []corev1.VolumeMount{{Name: "data", MountPath: "/bitnami/etcd"}},
+						VolumeMounts:    mounts,
 					}},
 				},
 			},
@@ -178,6 +324,22 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 			}},
 		},
+	}
+}
+
+// tlsEnv is the chart's TLS configuration of both planes: the member certificate served and
+// presented, the CA trusted, client certificates required from clients and peers alike.
+func (b BitnamiEtcd) tlsEnv() []corev1.EnvVar {
+	file := func(dir, name string) string { return dir + "/" + name }
+	return []corev1.EnvVar{
+		{Name: "ETCD_CERT_FILE", Value: file(bitnamiClientCertDir, bitnamiCertFile)},
+		{Name: "ETCD_KEY_FILE", Value: file(bitnamiClientCertDir, bitnamiKeyFile)},
+		{Name: "ETCD_TRUSTED_CA_FILE", Value: file(bitnamiClientCertDir, bitnamiCAFile)},
+		{Name: "ETCD_CLIENT_CERT_AUTH", Value: "true"},
+		{Name: "ETCD_PEER_CERT_FILE", Value: file(bitnamiPeerCertDir, bitnamiCertFile)},
+		{Name: "ETCD_PEER_KEY_FILE", Value: file(bitnamiPeerCertDir, bitnamiKeyFile)},
+		{Name: "ETCD_PEER_TRUSTED_CA_FILE", Value: file(bitnamiPeerCertDir, bitnamiCAFile)},
+		{Name: "ETCD_PEER_CLIENT_CERT_AUTH", Value: "true"},
 	}
 }
 
