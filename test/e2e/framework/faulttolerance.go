@@ -33,3 +33,21 @@ func FaultTolerance(probes []VoterProbe) (ft int, unhealthy []string, ok bool) {
 	}
 	return healthy - (len(probes)/2 + 1), unhealthy, true
 }
+
+// ClusterFaultTolerance is how many of voters can fail with the rest still a quorum.
+func ClusterFaultTolerance(voters int) int {
+	if voters < 1 {
+		return 0
+	}
+	return (voters - 1) / 2
+}
+
+// AdoptionFaultTolerance is the fault tolerance an adoption of a source of sourceMembers voters
+// into replicas members must keep at every moment: the smaller of the two clusters' own. Steward
+// never lets the voter count drop below min(sourceMembers, replicas) (docs/adopt.md), and fault
+// tolerance only grows with the voters, so the cluster tolerates at least what the smaller side
+// does: 3 into 3 and 5 into 3 keep 1, 1 into 3 keeps 0 (it never loses quorum, and has no more
+// to lose while the single source member serves alone or beside one Steward member).
+func AdoptionFaultTolerance(sourceMembers, replicas int) int {
+	return ClusterFaultTolerance(min(sourceMembers, replicas))
+}

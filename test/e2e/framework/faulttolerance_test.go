@@ -57,3 +57,26 @@ func probes(errs ...error) []VoterProbe {
 	}
 	return out
 }
+
+func TestAdoptionFaultTolerance(t *testing.T) {
+	for _, tc := range []struct{ source, replicas, want int }{
+		{3, 3, 1},
+		{5, 3, 1}, // 5 -> 4 -> 3 voters first: 2, 1, 1
+		{1, 3, 0}, // 1 -> 2 voters: neither tolerates a failure
+		{2, 3, 0},
+		{3, 5, 1}, // 3 -> 4 -> 5: never less than the source's 1
+		{5, 5, 2},
+		{7, 3, 1},
+		{1, 1, 0},
+		{4, 4, 1},
+	} {
+		if got := AdoptionFaultTolerance(tc.source, tc.replicas); got != tc.want {
+			t.Errorf("AdoptionFaultTolerance(%d, %d) = %d, want %d", tc.source, tc.replicas, got, tc.want)
+		}
+	}
+	for voters, want := range []int{0, 0, 0, 1, 1, 2, 2, 3} {
+		if got := ClusterFaultTolerance(voters); got != want {
+			t.Errorf("ClusterFaultTolerance(%d) = %d, want %d", voters, got, want)
+		}
+	}
+}
