@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,12 @@ import (
 // The adoption scenarios' harness: the source, the adopting cluster, clients that resolve
 // cluster names, and the sampler that proves fault tolerance over the hand-over.
 
+// adoptReplicas is the adopting cluster's spec.replicas in every scenario.
+const adoptReplicas = 3
+
+// adoptSourceCASecret is the Secret spec.bootstrap.join.caSecretName names for a TLS source.
+const adoptSourceCASecret = "source-ca"
+
 // startBitnami creates the chart's objects for version and waits until every member is Ready and
 // the client Service routes to all of them.
 func startBitnami(t *testing.T, ns, version string, replicas int) framework.BitnamiEtcd {
@@ -39,7 +46,15 @@ func startBitnami(t *testing.T, ns, version string, replicas int) framework.Bitn
 func startBitnamiOf(t *testing.T, src framework.BitnamiEtcd) framework.BitnamiEtcd {
 	t.Helper()
 	ns, replicas := src.Namespace, src.Replicas
-	for _, o := range []client.Object{src.HeadlessService(), src.ClientService(), src.StatefulSet()} {
+	objs := []client.Object{src.HeadlessService(), src.ClientService(), src.StatefulSet()}
+	if src.TLS != nil {
+		certs, err := src.TLSSecret()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append([]client.Object{certs}, objs...)
+	}
+	for _, o := range objs {
 		if err := f.Apply(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
@@ -48,10 +63,41 @@ func startBitnamiOf(t *testing.T, src framework.BitnamiEtcd) framework.BitnamiEt
 	return src
 }
 
-// createAdopting creates the adopting cluster; a failed test logs its status.adoption (with the
-// checks) and the member list as the test ends.
+// withSourceTLS gives src (named, sized, not yet started) a CA of the test's and the certificates
+// it issues: the source's owner made that CA, its members and applications hold its certificates.
+func withSourceTLS(t *testing.T, src framework.BitnamiEtcd) framework.BitnamiEtcd {
+	t.Helper()
+	var err error
+	if src.TLS, err = framework.NewBitnamiTLS(src, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// sourceClientTLS is the TLS of src's applications (a client certificate of the source's CA, that
+// CA trusted), nil for a plaintext source. Steward's members serve certificates of that CA too
+// and accept its client certificates, so it is also the configuration that reaches them.
+func sourceClientTLS(src framework.BitnamiEtcd) *tls.Config {
+	if src.TLS == nil {
+		return nil
+	}
+	return src.TLS.ClientConfig()
+}
+
+// createAdopting creates the adopting cluster, after the Secret with the source's CA for a TLS
+// source (as its owner would, with kubectl create secret tls); a failed test logs its
+// status.adoption (with the checks) and the member list as the test ends.
 func createAdopting(t *testing.T, ns string, src framework.BitnamiEtcd, version string) {
 	t.Helper()
+	if src.TLS != nil {
+		ca, err := src.TLS.CASecret(ns, adoptSourceCASecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Apply(context.Background(), ca); err != nil {
+			t.Fatal(err)
+		}
+	}
 	create(t, adoptingCluster(ns, src, version))
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -67,7 +113,7 @@ func createAdopting(t *testing.T, ns string, src framework.BitnamiEtcd, version 
 		for _, p := range src.PodNames() {
 			eps = append(eps, src.MemberClientURL(p))
 		}
-		if c, err := newHostClient("", "", append(eps, stewardClientURL(ns))...); err == nil {
+		if c, err := newHostClient(sourceClientTLS(src), "", "", append(eps, stewardClientURL(src))...); err == nil {
 			ms, err := listMembers(ctx, c)
 			t.Logf("member list at the end: %v %v", ms, err)
 			_ = c.Close()
@@ -75,30 +121,41 @@ func createAdopting(t *testing.T, ns string, src framework.BitnamiEtcd, version 
 	})
 }
 
-// adoptingCluster is the EtcdCluster that adopts src: plaintext, the source's version, three
-// members, joined through the chart's client Service.
+// adoptingCluster is the EtcdCluster that adopts src: the source's version, adoptReplicas members,
+// joined through the chart's client Service. Plaintext for a plaintext source; for a TLS source
+// TLS as by default, with the source's CA from adoptSourceCASecret (createAdopting writes it).
 func adoptingCluster(ns string, src framework.BitnamiEtcd, version string) *stewardv1.EtcdCluster {
-	return newCluster(ns, adoptClusterName, 3, "", func(ec *stewardv1.EtcdCluster) {
+	return newCluster(ns, adoptClusterName, adoptReplicas, "", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Version = strings.TrimPrefix(version, "v")
-		ec.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
-		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: &stewardv1.JoinSpec{
-			Endpoints: []string{src.ClientURL()}, StatefulSetName: src.Name}}
+		join := &stewardv1.JoinSpec{Endpoints: []string{src.ClientURL()}, StatefulSetName: src.Name}
+		if src.TLS != nil {
+			join.CASecretName = adoptSourceCASecret
+		} else {
+			ec.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
+		}
+		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: join}
 	})
 }
 
-func stewardClientURL(ns string) string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", resources.ClientServiceName(adoptClusterName), ns, resources.ClientPort)
+// stewardClientURL is Steward's client Service; its scheme is the source's, as Steward's members
+// take the source's TLS.
+func stewardClientURL(src framework.BitnamiEtcd) string {
+	scheme := "http"
+	if src.TLS != nil {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s.%s.svc:%d", scheme, resources.ClientServiceName(adoptClusterName), src.Namespace, resources.ClientPort)
 }
 
 // hostClient is a client of the test process that resolves Service and Pod names with the
-// cluster DNS, as an application in a Pod does.
-func hostClient(t *testing.T, endpoints ...string) *clientv3.Client {
-	return hostClientAs(t, "", "", endpoints...)
+// cluster DNS, as an application of src in a Pod does, with its TLS (sourceClientTLS).
+func hostClient(t *testing.T, src framework.BitnamiEtcd, endpoints ...string) *clientv3.Client {
+	return hostClientAs(t, src, "", "", endpoints...)
 }
 
-func hostClientAs(t *testing.T, user, password string, endpoints ...string) *clientv3.Client {
+func hostClientAs(t *testing.T, src framework.BitnamiEtcd, user, password string, endpoints ...string) *clientv3.Client {
 	t.Helper()
-	c, err := newHostClient(user, password, endpoints...)
+	c, err := newHostClient(sourceClientTLS(src), user, password, endpoints...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +163,14 @@ func hostClientAs(t *testing.T, user, password string, endpoints ...string) *cli
 	return c
 }
 
-func newHostClient(user, password string, endpoints ...string) (*clientv3.Client, error) {
+// newHostClient is hostClient's client, closed by the caller; tc nil is plaintext.
+func newHostClient(tc *tls.Config, user, password string, endpoints ...string) (*clientv3.Client, error) {
 	dns := framework.ClusterDNS()
 	if dns == "" {
 		return nil, fmt.Errorf("STEWARD_E2E_CLUSTER_DNS is not set: the adoption tests resolve names with the cluster DNS (run them with make e2e)")
 	}
 	return clientv3.New(clientv3.Config{
-		Endpoints: endpoints, Username: user, Password: password,
+		Endpoints: endpoints, Username: user, Password: password, TLS: tc,
 		DialTimeout: 2 * time.Second, DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second,
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(framework.ServiceDialer(dns))},
@@ -187,9 +245,9 @@ func memberSet(t *testing.T, c *clientv3.Client) []member {
 	return ms
 }
 
-// memberServes makes a linearizable read through one member alone.
-func memberServes(url string) error {
-	c, err := newHostClient("", "", url)
+// memberServes makes a linearizable read through one member alone, as an application of src.
+func memberServes(src framework.BitnamiEtcd, url string) error {
+	c, err := newHostClient(sourceClientTLS(src), "", "", url)
 	if err != nil {
 		return err
 	}
@@ -306,6 +364,8 @@ type adoptWatch struct {
 	t   *testing.T
 	ns  string
 	src framework.BitnamiEtcd
+	// bound is the fault tolerance every sample must show (framework.AdoptionFaultTolerance).
+	bound int
 
 	list    *clientv3.Client // member lists, through every known member
 	members map[string]*clientv3.Client
@@ -337,7 +397,8 @@ func watchAdoption(t *testing.T, ns string, src framework.BitnamiEtcd) *adoptWat
 	for _, p := range src.PodNames() {
 		eps = append(eps, src.MemberClientURL(p))
 	}
-	w := &adoptWatch{t: t, ns: ns, src: src, list: hostClient(t, eps...), members: map[string]*clientv3.Client{},
+	w := &adoptWatch{t: t, ns: ns, src: src, bound: framework.AdoptionFaultTolerance(src.Replicas, adoptReplicas),
+		list: hostClient(t, src, eps...), members: map[string]*clientv3.Client{},
 		minFT: 1 << 30, last: map[uint64]member{}, lastSource: map[string]stewardv1.SourceMemberState{},
 		lastPods: map[string]bool{}, stopc: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
@@ -430,7 +491,7 @@ func (w *adoptWatch) sample() {
 	if ft < w.minFT {
 		w.minFT, w.minAt = ft, desc
 	}
-	if ft < 1 {
+	if ft < w.bound {
 		w.violations = append(w.violations, desc)
 	}
 	seen := map[uint64]bool{}
@@ -485,7 +546,7 @@ func (w *adoptWatch) memberClient(url string) *clientv3.Client {
 	if c, ok := w.members[url]; ok {
 		return c
 	}
-	c, err := newHostClient("", "", url)
+	c, err := newHostClient(sourceClientTLS(w.src), "", "", url)
 	if err != nil {
 		return nil
 	}
@@ -532,9 +593,9 @@ func (w *adoptWatch) observe() {
 	}
 }
 
-// report fails on any sample below fault tolerance 1 and logs the minimum and the timeline, with
-// the time each source member took to hand over (from the previous removal, the first from
-// creation).
+// report fails on any sample below the bound's fault tolerance and logs the minimum and the
+// timeline, with the time each source member took to hand over (from the previous removal, the
+// first from creation).
 func (w *adoptWatch) report(label string, created time.Time, requireFT bool) {
 	t := w.t
 	t.Helper()
@@ -542,9 +603,10 @@ func (w *adoptWatch) report(label string, created time.Time, requireFT bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.violations) > 0 && !requireFT {
-		t.Logf("%d of %d samples below fault tolerance 1 (not required here), first: %s", len(w.violations), w.samples, w.violations[0])
+		t.Logf("%d of %d samples below fault tolerance %d (not required here), first: %s", len(w.violations), w.samples, w.bound, w.violations[0])
 	} else if len(w.violations) > 0 {
-		t.Errorf("%d of %d samples below fault tolerance 1 (healthy voters < voters/2+2), first: %s", len(w.violations), w.samples, w.violations[0])
+		t.Errorf("%d of %d samples below fault tolerance %d (healthy voters < voters/2+1+%d), first: %s",
+			len(w.violations), w.samples, w.bound, w.bound, w.violations[0])
 	}
 	var b strings.Builder
 	prev := created
@@ -556,8 +618,8 @@ func (w *adoptWatch) report(label string, created time.Time, requireFT bool) {
 			prev = e.at
 		}
 	}
-	t.Logf("MEASURE %s: fault tolerance min %d over %d samples (at %s); source members handed over in %v",
-		label, w.minFT, w.samples, w.minAt, perMember)
+	t.Logf("MEASURE %s: fault tolerance min %d (bound %d) over %d samples (at %s); source members handed over in %v",
+		label, w.minFT, w.bound, w.samples, w.minAt, perMember)
 	t.Logf("MEASURE %s timeline:\n%s", label, b.String())
 }
 

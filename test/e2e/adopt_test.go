@@ -24,39 +24,57 @@ import (
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
-// Adoption (issue 26): Steward takes over a running plaintext etcd, here laid out as the Bitnami
-// chart runs it (framework.BitnamiEtcd), one member at a time and without a client noticing more
-// than the failed requests of the members that leave. The EtcdCluster is named "adopted" and the
-// source release "etcd" (StatefulSet etcd, Services etcd and etcd-headless): no name clash.
+// Adoption (issue 26): Steward takes over a running etcd, plaintext or with TLS on both planes,
+// here laid out as the Bitnami chart runs it (framework.BitnamiEtcd), one member at a time and
+// without a client noticing more than the failed requests of the members that leave. The
+// EtcdCluster is named "adopted" and the source release "etcd" (StatefulSet etcd, Services etcd
+// and etcd-headless): no name clash.
 const (
 	adoptSourceName  = "etcd"
 	adoptClusterName = "adopted"
 )
 
-// TestAdoptStatefulSet adopts a 3-member source under client traffic, for each etcd minor the
-// suite builds that adoption supports (3.6, and 3.5 which the chart's users mostly still run):
-// the cluster keeps its ID and its revisions, no acknowledged write is lost, no read is stale,
-// and at every sample of the member list at least one voter more than a quorum served (fault
-// tolerance >= 1) while members came and went. The operator-killed case kills the operator at
-// every step of the hand-over (each promotion, each source member's removal): each step was
-// written before it acted, so the next operator goes on from the live member list.
+// TestAdoptStatefulSet adopts a source under client traffic into adoptReplicas members: a
+// 3-member one for each etcd minor the suite builds that adoption supports (3.6, and 3.5 which
+// the chart's users mostly still run), a 5-member one with TLS on both planes (its CA made here,
+// given to Steward, and the application's client certificate of that CA used throughout, on
+// Steward's members too) and a single member. The cluster keeps its ID and its revisions, no
+// acknowledged write is lost, no read is stale, and at every sample of the member list the
+// healthy voters were a quorum plus the fault tolerance of the smaller of source and target
+// (framework.AdoptionFaultTolerance: 1 for 3 or 5 into 3, 0 for 1 into 3, which must never lose
+// quorum) while members came and went. The operator-killed case kills the operator at every step
+// of the hand-over (each promotion, each source member's removal): each step was written before
+// it acted, so the next operator goes on from the live member list.
 func TestAdoptStatefulSet(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, minor string
-		kill        bool
-	}{{"3.6", "3.6", false}, {"3.5", "3.5", false}, {"3.6-operator-killed", "3.6", true}} {
+		name, minor    string
+		sourceReplicas int
+		tls            bool
+		kill           bool
+	}{
+		{name: "3.6", minor: "3.6", sourceReplicas: 3},
+		{name: "3.5", minor: "3.5", sourceReplicas: 3},
+		{name: "3.6-operator-killed", minor: "3.6", sourceReplicas: 3, kill: true},
+		{name: "3.6-tls-5-into-3", minor: "3.6", sourceReplicas: 5, tls: true},
+		{name: "3.5-1-into-3", minor: "3.5", sourceReplicas: 1},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			minor := tc.minor
 			version := versionOf(t, minor)
 			ns := f.Namespace(t)
-			src := startBitnami(t, ns, version, 3)
-			label := "adopt " + tc.name + " statefulset 3"
+			src := framework.BitnamiEtcd{Namespace: ns, Name: adoptSourceName, Replicas: tc.sourceReplicas, Image: f.EtcdImage(version)}
+			if tc.tls {
+				src = withSourceTLS(t, src)
+			}
+			src = startBitnamiOf(t, src)
+			label := fmt.Sprintf("adopt %s statefulset %d", tc.name, tc.sourceReplicas)
 
-			// The application: its client is given the chart's client Service, and traffic runs
-			// before Steward is asked for anything.
-			app := hostClient(t, src.ClientURL())
+			// The application: its client is given the chart's client Service (and, with TLS, the
+			// client certificate its owner issued it), and traffic runs before Steward is asked
+			// for anything.
+			app := hostClient(t, src, src.ClientURL())
 			traffic := framework.StartTraffic(app, framework.TrafficConfig{Prefix: "/adopt/", Contended: 0.3})
 			time.Sleep(3 * time.Second) // a steady state to compare with
 			clusterID, revBefore := clusterIDAndRevision(t, app)
@@ -79,7 +97,7 @@ func TestAdoptStatefulSet(t *testing.T) {
 				n := readyServiceEndpoints(t, ns, adoptClusterName)
 				return n > 0, fmt.Errorf("%d ready endpoints; adoption %s", n, adoptionSummary(ctx, ns))
 			})
-			app.SetEndpoints(src.ClientURL(), stewardClientURL(ns))
+			app.SetEndpoints(src.ClientURL(), stewardClientURL(src))
 			switched := time.Since(created)
 
 			ec := waitAdoptionPhase(t, ns, stewardv1.AdoptionDone, 12*time.Minute)
@@ -88,13 +106,14 @@ func TestAdoptStatefulSet(t *testing.T) {
 				return sourceScaledTo(ctx, ns, src, 0)
 			})
 			gone := time.Since(created)
-			waitSettled(t, ns, adoptClusterName, 3, 3*time.Minute)
+			waitSettled(t, ns, adoptClusterName, adoptReplicas, 3*time.Minute)
 			settledAfter := time.Since(created)
 			time.Sleep(3 * time.Second) // traffic on Steward's members alone
 			h := traffic.Stop()
 			w.stop()
 
-			stw := hostClient(t, stewardClientURL(ns))
+			// The application's client certificate of the source's CA, on Steward's members alone.
+			stw := hostClient(t, src, stewardClientURL(src))
 			idAfter, revAfter := clusterIDAndRevision(t, stw)
 			if idAfter != clusterID {
 				t.Errorf("cluster ID %s after the adoption, %s before", idAfter, clusterID)
@@ -113,8 +132,8 @@ func TestAdoptStatefulSet(t *testing.T) {
 					t.Errorf("member %s (learner %t) left after the adoption; members %v", m.name, m.learner, after)
 				}
 			}
-			if len(after) != 3 {
-				t.Errorf("%d members after the adoption, want 3: %v", len(after), after)
+			if len(after) != adoptReplicas {
+				t.Errorf("%d members after the adoption, want %d: %v", len(after), adoptReplicas, after)
 			}
 			checkAdoptedSourceMembers(t, ec, src, before)
 			checkTrafficKept(t, traffic, stw, h, label)
@@ -136,7 +155,7 @@ func TestAdoptAbort(t *testing.T) {
 	version := etcdVersion()
 	ns := f.Namespace(t)
 	src := startBitnami(t, ns, version, 3)
-	app := hostClient(t, src.ClientURL())
+	app := hostClient(t, src, src.ClientURL())
 	traffic := framework.StartTraffic(app, framework.TrafficConfig{Prefix: "/abort/", Contended: 0.3})
 	time.Sleep(2 * time.Second)
 	clusterID, _ := clusterIDAndRevision(t, app)
@@ -206,7 +225,7 @@ func TestAdoptAbort(t *testing.T) {
 		t.Errorf("members %v after the abort, want the source's %v", names, sourcesAtAbort)
 	}
 	for _, m := range after {
-		if err := memberServes(m.clientURL); err != nil {
+		if err := memberServes(src, m.clientURL); err != nil {
 			t.Errorf("source member %s does not serve after the abort: %v", m.name, err)
 		}
 	}
@@ -263,7 +282,7 @@ func TestAdoptRefused(t *testing.T) {
 			if _, err := c.AuthEnable(ctx); err != nil {
 				t.Fatal(err)
 			}
-			return hostClientAs(t, "root", "x", src.ClientURL())
+			return hostClientAs(t, src, "root", "x", src.ClientURL())
 		}},
 		{"learner", "NoLearner", "learner", false, func(t *testing.T, c *clientv3.Client, src framework.BitnamiEtcd) *clientv3.Client {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -287,7 +306,7 @@ func TestAdoptRefused(t *testing.T) {
 			ns := f.Namespace(t)
 			src := startBitnamiOf(t, framework.BitnamiEtcd{Namespace: ns, Name: adoptSourceName, Replicas: 3,
 				Image: f.EtcdImage(version), PreStop: tc.preStop})
-			c := hostClient(t, src.ClientURL())
+			c := hostClient(t, src, src.ClientURL())
 			if tc.prepare != nil {
 				c = tc.prepare(t, c, src)
 			}
