@@ -145,6 +145,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.scaleSource(ctx, ec, a)
 	case plan.Downgrade:
 		return r.downgrade(ctx, ec, o, a)
+	case plan.StartHandOver:
+		return nil // its effect is status.adoption, written with the decision (intentOnly)
 	}
 	return fmt.Errorf("action %s has no implementation", a.Kind)
 }

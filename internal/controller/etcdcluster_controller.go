@@ -200,12 +200,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // intentOnly: the action's effect is a record in status the next stages run from (a quorum
-// recovery's, a downgrade's), so it is written only onto the object it was decided from (a
+// recovery's, a downgrade's, an adoption's start), so it is written only onto the object it was decided from (a
 // reconcile that read a cache behind its own last write would otherwise start a recovery or a
 // downgrade twice, or re-run a stage).
 func intentOnly(a plan.Action) bool {
 	switch a.Kind {
-	case plan.StartRecovery, plan.RecoveryStep, plan.FinishRecovery, plan.AbortRecovery, plan.Downgrade:
+	case plan.StartRecovery, plan.RecoveryStep, plan.FinishRecovery, plan.AbortRecovery, plan.Downgrade, plan.StartHandOver:
 		return true
 	}
 	return false

@@ -122,6 +122,11 @@ const (
 	// records the stage, then runs etcd's downgrade cancel (idempotent); Completed and Cancelled
 	// record the end.
 	Downgrade Kind = "Downgrade"
+	// StartHandOver records status.adoption.phase HandingOver and touches nothing else: the
+	// adoption's first step may be a source member's removal (a source larger than replicas),
+	// which leaves no Steward member behind to tell that the hand-over began, and a preflight run
+	// again on what it changed would refuse it. Written before any step, it is that record.
+	StartHandOver Kind = "StartHandOver"
 )
 
 // Action is the one thing to do now.

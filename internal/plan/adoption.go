@@ -98,6 +98,9 @@ func (v *view) handOver(notes) outcome {
 	if v.f.abortingAdoption() {
 		return decided(v.abortAdoption())
 	}
+	if !v.handOverStarted() {
+		return decided(act(StartHandOver, "", ReasonHandingOver, "handing over: the preflight passed; recording that the hand-over starts"))
+	}
 	if a, ok := v.sourceStopping(); ok {
 		return decided(a)
 	}

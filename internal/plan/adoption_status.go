@@ -23,7 +23,7 @@ func (v *view) adoptionStatus(a Action, next *Action) *stewardv1.AdoptionStatus 
 		out = prev.DeepCopy()
 	}
 	now := metav1.NewTime(v.f.Now)
-	started := v.handOverStarted() || a.Kind == CreateMember
+	started := v.handOverStarted() || a.Kind == StartHandOver
 	message := a.Message
 	if next != nil {
 		message = "paused; next: " + next.Message

@@ -80,6 +80,7 @@ func TestKindProperties(t *testing.T) {
 		PrepareEviction:       {acts: true, member: true, disrupts: true},
 		ScaleSource:           {acts: true},
 		Downgrade:             {acts: true},
+		StartHandOver:         {acts: true},
 	}
 	for _, k := range Kinds() {
 		w, ok := want[k]

@@ -89,6 +89,12 @@ func (w *world) adoptionFacts() *Adoption {
 		return nil
 	}
 	a := &Adoption{Checks: w.adopt.checks}
+	if n := w.sourcesInEtcd(); w.adopt.set != "" && int(w.adopt.replicas) != n {
+		// The preflight's StatefulSet check, as the controller runs it whenever the hand-over has
+		// not started: every member must be one of the StatefulSet's Pods.
+		a.Checks = append(slices.Clone(a.Checks), stewardv1.AdoptionCheck{Name: "StatefulSet",
+			Message: fmt.Sprintf("StatefulSet etcd has %d replicas and the cluster %d members", w.adopt.replicas, n)})
+	}
 	if w.adopt.set != "" {
 		set := &SourceSet{Name: w.adopt.set, Found: true, Replicas: w.adopt.replicas}
 		for _, s := range w.adopt.sources {
@@ -189,6 +195,16 @@ func TestSimAdoption(t *testing.T) {
 // abortAt sets spec.bootstrap.join.abort.
 func abortAt(w *world) { w.cluster.Spec.Bootstrap.Join.Abort = true }
 
+func (w *world) sourcesInEtcd() int {
+	n := 0
+	for _, e := range w.etcd {
+		if w.source(e) != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (w *world) stewardInEtcd() []string {
 	var out []string
 	for _, e := range w.etcd {
@@ -202,7 +218,8 @@ func (w *world) stewardInEtcd() []string {
 // An abort before any source member left gives the source back whole: Steward's members leave one
 // at a time (leadership handed back first), the StatefulSet is untouched.
 func TestSimAdoptionAbort(t *testing.T) {
-	for _, at := range []int{3, 5, 7} { // a learner, catching up, a voter (leading) before the first removal
+	// (step 2 records the hand-over's start)
+	for _, at := range []int{4, 6, 8} { // a learner, catching up, a voter (leading) before the first removal
 		t.Run(fmt.Sprintf("at step %d", at), func(t *testing.T) {
 			w := adoptionWorld(t, 3, 3)
 			// The source's leader loses it to the Steward member: the abort must hand it back.
@@ -257,7 +274,7 @@ func TestSimAdoptionAbortTooLate(t *testing.T) {
 // Deleting the EtcdCluster mid-adoption takes Steward's members out of etcd one at a time before
 // the teardown; the source keeps what it has.
 func TestSimAdoptionDeleted(t *testing.T) {
-	for _, at := range []int{7, 12} {
+	for _, at := range []int{8, 13} {
 		t.Run(fmt.Sprintf("at step %d", at), func(t *testing.T) {
 			w := adoptionWorld(t, 3, 3)
 			w.liveness = false // a deleted cluster ends in teardown, not healthy
@@ -278,9 +295,10 @@ func TestSimAdoptionDeleted(t *testing.T) {
 // The hand-over is crash-safe and idempotent: the operator dying mid-step and stale caches change
 // nothing about where it ends.
 func TestSimAdoptionCrashesAndStaleReads(t *testing.T) {
-	for seed := range int64(6) {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			w := adoptionWorld(t, 3, 3)
+	for seed := range int64(12) {
+		sources := []int{3, 5}[seed%2] // 5 into 3 starts by removing a source member: no Steward member tells it began
+		t.Run(fmt.Sprintf("%d into 3, seed %d", sources, seed), func(t *testing.T) {
+			w := adoptionWorld(t, sources, 3)
 			w.rng.Seed(seed)
 			w.crashRate, w.lag, w.etcdLag = 0.3, 0.3, 0.2
 			w.converge(nil)

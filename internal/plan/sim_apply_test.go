@@ -119,6 +119,8 @@ func (w *world) apply(f Facts, a Action) {
 		w.applyObject(m, a)
 	case ScaleSource:
 		w.scaleSource(a)
+	case StartHandOver:
+		// Its effect is status.adoption, which the world records from every decision.
 	case Downgrade:
 		// The simulated etcd has no downgrade protocol; downgrade_test.go walks its stages.
 		w.violate("a downgrade in a world that never lowers its version: %s", a)
