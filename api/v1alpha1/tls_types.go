@@ -25,6 +25,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.rotateCA) || !has(self.peer) || !has(self.peer.source) || self.peer.source == 'Operator'",message="spec.tls.rotateCA rotates the CA Steward runs (source Operator); with source Secret or CertManager, a new CA in the Secrets' ca.crt is rotated in passes"
 // +kubebuilder:validation:XValidation:rule="!has(self.caDuration) || !has(self.certificateDuration) || duration(self.caDuration) - duration(self.certificateDuration) >= duration(self.certificateDuration)",message="spec.tls.caDuration must be at least twice spec.tls.certificateDuration, so leaves can be renewed under one CA"
 // +kubebuilder:validation:XValidation:rule="(has(self.peer) && has(self.peer.source) && self.peer.source != 'Operator') || !has(self.caDuration) || !has(self.dropOldCAAfter) || !has(self.renewBeforePercentage) || duration(self.caDuration).getSeconds() * self.renewBeforePercentage >= duration(self.dropOldCAAfter).getSeconds() * 200",message="spec.tls.caDuration × renewBeforePercentage must be at least twice spec.tls.dropOldCAAfter: a rotation starts when that share of the CA's life is left, and the old CA must outlive the wait for clients"
+// +kubebuilder:validation:XValidation:rule="!has(self.client) || !has(self.client.enabled) || self.client.enabled",message="spec.tls.client.enabled cannot be false: plaintext clients mean spec.tls.enabled false (both planes); only the peer plane can run plaintext alone"
+// +kubebuilder:validation:XValidation:rule="!has(self.peer) || !has(self.peer.enabled) || self.peer.enabled || !has(self.peer.source) || self.peer.source == 'Operator'",message="spec.tls.peer.enabled false (plaintext peers, TLS clients) is supported with source Operator only"
 type TLSSpec struct {
 	// enabled turns mutual TLS on for both planes. It is fixed when the cluster is created.
 	// +optional
@@ -99,6 +101,13 @@ type TLSSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source != 'CertManager' || has(self.issuerRef)",message="issuerRef is required with source CertManager"
 // +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source == 'CertManager') || !has(self.issuerRef)",message="issuerRef is only used with source CertManager"
 type TLSPlane struct {
+	// enabled (peer plane only) set to false runs the members' peer plane in plaintext while
+	// clients keep mutual TLS: what a source adopted with TLS clients and plaintext peers runs
+	// (spec.bootstrap.join), whose peer URLs are http://. Fixed at creation; with source Operator.
+	// +optional
+	// +kubebuilder:default=true
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.tls.peer.enabled is fixed at creation: it sets every member's peer URL"
+	Enabled *bool `json:"enabled,omitempty"`
 	// source: Operator (default), Secret or CertManager. Fixed at creation.
 	// +optional
 	// +kubebuilder:default=Operator
@@ -183,7 +192,14 @@ type CertificateStatus struct {
 	Served bool `json:"served,omitempty"`
 }
 
-// TLSEnabled says whether the cluster runs mutual TLS (the default).
+// TLSEnabled says whether the cluster runs mutual TLS (the default) on its client plane, and on
+// its peer plane unless PeerTLSEnabled says otherwise.
 func (ec *EtcdCluster) TLSEnabled() bool {
 	return ec.Spec.TLS == nil || ec.Spec.TLS.Enabled == nil || *ec.Spec.TLS.Enabled
+}
+
+// PeerTLSEnabled says whether the members' peer plane runs mutual TLS: with TLS on, unless
+// spec.tls.peer.enabled is false.
+func (ec *EtcdCluster) PeerTLSEnabled() bool {
+	return ec.TLSEnabled() && (ec.Spec.TLS == nil || ec.Spec.TLS.Peer.Enabled == nil || *ec.Spec.TLS.Peer.Enabled)
 }

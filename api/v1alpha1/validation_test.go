@@ -189,6 +189,16 @@ func TestCreateValidation(t *testing.T) {
 		}, ""},
 		{"short progress deadline", func(c *stewardv1.EtcdCluster) { c.Spec.ProgressDeadlineSeconds = ptr.To[int32](5) }, "spec.progressDeadlineSeconds"},
 		{"plaintext", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)} }, ""},
+		{"plaintext peers, TLS clients", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Enabled: ptr.To(false)}}
+		}, ""},
+		{"plaintext clients alone", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Client: stewardv1.TLSPlane{Enabled: ptr.To(false)}}
+		}, "spec.tls.client.enabled cannot be false"},
+		{"plaintext peers with the user's Secrets", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "x"},
+				Peer: stewardv1.TLSPlane{Enabled: ptr.To(false), Source: stewardv1.TLSSourceSecret, SecretName: "y"}}
+		}, "spec.tls.peer.enabled false (plaintext peers, TLS clients) is supported with source Operator only"},
 		{"short leaves", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("2m")} }, ""},
 		{"leaves under a minute", func(c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: dur("30s")} },
 			"spec.tls.certificateDuration must be at least 1m"},
@@ -322,6 +332,12 @@ func TestUpdateValidation(t *testing.T) {
 		{"scale below PDB", func(c *stewardv1.EtcdCluster) {
 			c.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}
 		}, func(c *stewardv1.EtcdCluster) { c.Spec.Replicas = ptr.To[int32](1) }, "minAvailable cannot exceed spec.replicas"},
+		{"peer TLS switched off", nil, func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Enabled: ptr.To(false)}}
+		}, "spec.tls.peer.enabled is fixed at creation"},
+		{"peer TLS switched on", func(c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Enabled: ptr.To(false)}}
+		}, func(c *stewardv1.EtcdCluster) { c.Spec.TLS.Peer.Enabled = ptr.To(true) }, "spec.tls.peer.enabled is fixed at creation"},
 		{"patch up", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6.17" }, ""},
 		{"patch down", nil, func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.6.2" }, ""},
 		{"one minor up", func(c *stewardv1.EtcdCluster) { c.Spec.Version = "3.5.21" },

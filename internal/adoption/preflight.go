@@ -235,8 +235,8 @@ func minor(v string) string {
 	return strings.TrimPrefix(semver.MajorMinor(v), "v")
 }
 
-// peerScheme: Steward runs both planes with TLS or neither, so a source is adopted only when its
-// peers use what Steward's members will (TLS exactly when the source's endpoints are https://).
+// peerScheme: Steward's members' peers use what the source's do (spec.tls.peer.enabled false for
+// plaintext peers beside TLS clients), since both kinds are in one cluster while it hands over.
 func peerScheme(s Source, t Target) stewardv1.AdoptionCheck {
 	for _, m := range s.Etcd.Members {
 		for _, u := range m.PeerURLs {
@@ -244,10 +244,12 @@ func peerScheme(s Source, t Target) stewardv1.AdoptionCheck {
 			case strings.HasPrefix(u, t.PeerScheme+"://"):
 			case t.PeerScheme == "https":
 				return fail(CheckPeerScheme, "member %s's peer URL %s is plaintext while Steward's members would use TLS on "+
-					"both planes: a source with TLS clients and plaintext peers cannot be adopted yet. Move the source's "+
-					"peers to TLS first (per member: etcdctl member update <id> --peer-urls=https://..., then restart it "+
-					"with --peer-cert-file, --peer-key-file, --peer-trusted-ca-file and --peer-client-cert-auth), then adopt",
-					m.Name, u)
+					"both planes: for a source with TLS clients and plaintext peers set spec.tls.peer.enabled to false "+
+					"(fixed at creation: recreate the EtcdCluster)", m.Name, u)
+			case s.CA.Secret != "":
+				return fail(CheckPeerScheme, "member %s's peer URL %s uses TLS while spec.tls.peer.enabled is false: "+
+					"leave it at its default (true) for a source with TLS on both planes (fixed at creation: recreate "+
+					"the EtcdCluster)", m.Name, u)
 			default:
 				return fail(CheckPeerScheme, "member %s's peer URL %s uses TLS: adopt a TLS source with https:// endpoints "+
 					"and spec.bootstrap.join.caSecretName (its CA), spec.tls left enabled", m.Name, u)

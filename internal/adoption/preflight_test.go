@@ -136,7 +136,10 @@ func TestPreflight(t *testing.T) {
 		}, check: CheckPeerScheme, msg: "https://10.0.0.7:2380 uses TLS: adopt a TLS source with https:// endpoints and spec.bootstrap.join.caSecretName"},
 		{name: "TLS source", source: tlsSource, target: tlsTarget},
 		{name: "TLS clients, plaintext peers", source: func(s *Source) { s.CA = CA{Secret: "src-ca", Subject: "CN=src"} },
-			target: tlsTarget, check: CheckPeerScheme, msg: "is plaintext while Steward's members would use TLS on both planes"},
+			target: tlsTarget, check: CheckPeerScheme, msg: "for a source with TLS clients and plaintext peers set spec.tls.peer.enabled to false"},
+		{name: "TLS clients, plaintext peers, adopted so", source: func(s *Source) { s.CA = CA{Secret: "src-ca", Subject: "CN=src"} }},
+		{name: "TLS on both planes, Steward's peers plaintext", source: tlsSource,
+			check: CheckPeerScheme, msg: "uses TLS while spec.tls.peer.enabled is false"},
 		{name: "the source's CA Secret missing", source: func(s *Source) {
 			tlsSource(s)
 			s.CA.Err = `Secret "src-ca" not found`

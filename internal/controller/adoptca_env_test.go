@@ -36,45 +36,7 @@ import (
 func TestAdoptionTakesTheSourceCA(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	bin, err := etcdtest.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	ca, err := pki.NewCA("source", ns, now.Add(-time.Hour), 365*24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.IssueServer(pki.MemberNames{Cluster: "source", Namespace: ns, Member: "source-0"}, now, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := server.Material(ca.Cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"server.crt": m.Cert, "server.key": m.Key, "ca.crt": m.CA} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	url := etcdtest.StartTLS(t, bin, dir)
-	t.Cleanup(func() { // what the operator did, for a failed run
-		if !t.Failed() {
-			return
-		}
-		var evs corev1.EventList
-		_ = env.Client.List(context.Background(), &evs, client.InNamespace(ns))
-		for _, e := range evs.Items {
-			t.Logf("event %s %s: %s", e.Reason, e.Type, e.Message)
-		}
-		var ss corev1.SecretList
-		_ = env.Client.List(context.Background(), &ss, client.InNamespace(ns))
-		for _, s := range ss.Items {
-			t.Logf("secret %s", s.Name)
-		}
-	})
+	ca, url := startTLSSource(t, ns)
 	app := sourceTLSClient(t, ca, url) // an application of the source, with a certificate from its CA
 	before, clusterID := members(t, app)
 
@@ -115,12 +77,7 @@ func TestAdoptionTakesTheSourceCA(t *testing.T) {
 		t.Fatalf("the cluster's CA Secret before the source's CA was given: %v (a CA of Steward's own locks it out of the source)", err)
 	}
 
-	key, err := ca.KeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-ca"},
-		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: ca.CertPEM(), corev1.TLSPrivateKeyKey: key}}); err != nil {
+	if err := env.Client.Create(ctx, sourceCASecret(t, ns, ca)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the source's CA taken, the source read through it, its plaintext peers refused", func() error {
@@ -155,6 +112,115 @@ func TestAdoptionTakesTheSourceCA(t *testing.T) {
 		t.Fatalf("refused, yet %d EtcdMembers exist and the member list is %v (cluster %x), was %v (%x)",
 			len(ms.Items), after, id, before, clusterID)
 	}
+}
+
+// startTLSSource runs a one-member etcd serving mutual TLS on its client port (plaintext peers)
+// with a certificate of a CA made here; a failed test logs the namespace's events and Secrets.
+func startTLSSource(t *testing.T, ns string) (*pki.CA, string) {
+	t.Helper()
+	bin, err := etcdtest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca, err := pki.NewCA("source", ns, now.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ca.IssueServer(pki.MemberNames{Cluster: "source", Namespace: ns, Member: "source-0"}, now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := server.Material(ca.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"server.crt": m.Cert, "server.key": m.Key, "ca.crt": m.CA} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := etcdtest.StartTLS(t, bin, dir)
+	t.Cleanup(func() { // what the operator did, for a failed run
+		if !t.Failed() {
+			return
+		}
+		var evs corev1.EventList
+		_ = env.Client.List(context.Background(), &evs, client.InNamespace(ns))
+		for _, e := range evs.Items {
+			t.Logf("event %s %s: %s", e.Reason, e.Type, e.Message)
+		}
+		var ss corev1.SecretList
+		_ = env.Client.List(context.Background(), &ss, client.InNamespace(ns))
+		for _, s := range ss.Items {
+			t.Logf("secret %s", s.Name)
+		}
+	})
+
+	return ca, url
+}
+
+func sourceCASecret(t *testing.T, ns string, ca *pki.CA) *corev1.Secret {
+	t.Helper()
+	key, err := ca.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source-ca"},
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: ca.CertPEM(), corev1.TLSPrivateKeyKey: key}}
+}
+
+// A source with TLS clients and plaintext peers is adopted with spec.tls.peer.enabled false: the
+// preflight passes on live reads through the source's CA, and Steward's first member joins as a
+// learner on a plaintext peer URL. (It never runs here: no kubelet.) An abort then gives the
+// source back as it was.
+func TestAdoptionOfTLSClientsWithPlaintextPeers(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ca, url := startTLSSource(t, ns)
+	app := sourceTLSClient(t, ca, url)
+	before, clusterID := members(t, app)
+	if err := env.Client.Create(ctx, sourceCASecret(t, ns, ca)); err != nil {
+		t.Fatal(err)
+	}
+	ec := joinCluster(ns, []string{url})
+	ec.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Enabled: new(false)}}
+	ec.Spec.Bootstrap.Join.CASecretName = "source-ca"
+	if err := env.Client.Create(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	peer := fmt.Sprintf("http://adopted-0.adopted.%s.svc:2380", ns)
+	eventually(t, "every check passed, Steward's first member a learner on a plaintext peer URL", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+			return err
+		}
+		a := ec.Status.Adoption
+		if a == nil || a.Phase != stewardv1.AdoptionHandingOver || len(a.Checks) != 11 ||
+			slices.ContainsFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed }) {
+			return fmt.Errorf("adoption %+v", a)
+		}
+		if now, _ := members(t, app); !slices.Equal(now, sortedCopy(append(slices.Clone(before), peer+":learner"))) {
+			return fmt.Errorf("member list %v", now)
+		}
+		return nil
+	})
+	patch := client.MergeFrom(ec.DeepCopy())
+	ec.Spec.Bootstrap.Join.Abort = true
+	if err := env.Client.Patch(ctx, ec, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the abort gives the source back", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+			return err
+		}
+		releasePVCs(t, ns)
+		now, id := members(t, app)
+		if !slices.Equal(now, before) || id != clusterID || ec.Status.Adoption.Phase != stewardv1.AdoptionAborted {
+			return fmt.Errorf("member list %v (cluster %x), phase %s", now, id, ec.Status.Adoption.Phase)
+		}
+		return nil
+	})
 }
 
 func sourceTLSClient(t *testing.T, ca *pki.CA, url string) *clientv3.Client {

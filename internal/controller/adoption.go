@@ -136,7 +136,7 @@ func (r *EtcdClusterReconciler) adoptionFacts(ctx context.Context, ec *stewardv1
 }
 
 func adoptionTarget(ec *stewardv1.EtcdCluster, sources int, taken []string) adoption.Target {
-	t := adoption.Target{Version: ec.Spec.Version, PeerScheme: resources.Scheme(ec), QuotaBytes: adoption.DefaultQuotaBytes,
+	t := adoption.Target{Version: ec.Spec.Version, PeerScheme: resources.PeerScheme(ec), QuotaBytes: adoption.DefaultQuotaBytes,
 		TakenServices: taken}
 	if q := ec.Spec.Options.QuotaBackendBytes; q != nil {
 		t.QuotaBytes = q.Value()

@@ -69,7 +69,7 @@ func MemberHost(cluster, namespace, member string) string {
 	return fmt.Sprintf("%s.%s.%s.svc", member, PeerServiceName(cluster), namespace)
 }
 
-// Scheme is the URL scheme of the cluster's planes: https with TLS (the default), else http.
+// Scheme is the URL scheme of the cluster's client plane: https with TLS (the default), else http.
 func Scheme(ec *stewardv1.EtcdCluster) string {
 	if ec.TLSEnabled() {
 		return "https"
@@ -77,9 +77,18 @@ func Scheme(ec *stewardv1.EtcdCluster) string {
 	return "http"
 }
 
+// PeerScheme is the URL scheme of the members' peer plane: the client plane's, but http with
+// spec.tls.peer.enabled false.
+func PeerScheme(ec *stewardv1.EtcdCluster) string {
+	if ec.PeerTLSEnabled() {
+		return "https"
+	}
+	return "http"
+}
+
 // PeerURL is the member's peer URL as etcd records it; the member list is matched on it.
 func PeerURL(ec *stewardv1.EtcdCluster, member string) string {
-	return fmt.Sprintf("%s://%s:%d", Scheme(ec), MemberHost(ec.Name, ec.Namespace, member), PeerPort)
+	return fmt.Sprintf("%s://%s:%d", PeerScheme(ec), MemberHost(ec.Name, ec.Namespace, member), PeerPort)
 }
 
 // ClientURL is the member's advertised client URL.

@@ -170,12 +170,11 @@ func dataVolume(member string, t *stewardv1.MemberTemplate) corev1.Volume {
 // user's extraArgs in name order, so the same template always yields the same command line.
 func Args(m Member) []string {
 	ec, t := m.Cluster, m.Template
-	scheme := Scheme(ec)
 	args := []string{
 		"--name=" + m.Name,
 		"--data-dir=" + DataMountPath + "/data",
-		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", scheme, PeerPort),
-		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", scheme, ClientPort),
+		fmt.Sprintf("--listen-peer-urls=%s://0.0.0.0:%d", PeerScheme(ec), PeerPort),
+		fmt.Sprintf("--listen-client-urls=%s://0.0.0.0:%d", Scheme(ec), ClientPort),
 		// Metrics and /health stay plaintext on their own port, for probes and scrapers.
 		fmt.Sprintf("--listen-metrics-urls=http://0.0.0.0:%d", MetricsPort),
 		"--initial-advertise-peer-urls=" + PeerURL(ec, m.Name),
@@ -187,11 +186,14 @@ func Args(m Member) []string {
 	if m.Bootstrap.ForceNewCluster {
 		args = append(args, "--force-new-cluster=true")
 	}
+	f := func(key string) string { return TLSMountPath + "/" + key }
 	if ec.TLSEnabled() {
-		f := func(key string) string { return TLSMountPath + "/" + key }
 		args = append(args,
 			"--cert-file="+f(KeyServerCert), "--key-file="+f(KeyServerKey),
-			"--client-cert-auth=true", "--trusted-ca-file="+f(KeyClientCA),
+			"--client-cert-auth=true", "--trusted-ca-file="+f(KeyClientCA))
+	}
+	if ec.PeerTLSEnabled() {
+		args = append(args,
 			"--peer-cert-file="+f(KeyPeerCert), "--peer-key-file="+f(KeyPeerKey),
 			"--peer-client-cert-auth=true", "--peer-trusted-ca-file="+f(KeyPeerCA),
 			// etcd would also resolve the DNS names of a connecting peer's certificate and

@@ -207,6 +207,18 @@ func TestPodTLS(t *testing.T) {
 	if slices.ContainsFunc(Args(member(user)), func(a string) bool { return strings.HasPrefix(a, "--peer-cert-allowed-hostname") }) {
 		t.Error("the peer identity is Steward's CA's; a user's certificates need not carry it")
 	}
+	peersPlain := Args(member(cluster(func(c *stewardv1.EtcdCluster) {
+		c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Enabled: ptr.To(false)}}
+	})))
+	for _, want := range []string{"--listen-peer-urls=http://0.0.0.0:2380", "--listen-client-urls=https://0.0.0.0:2379",
+		"--initial-advertise-peer-urls=http://", "--advertise-client-urls=https://", "--cert-file=", "--client-cert-auth=true"} {
+		if !slices.ContainsFunc(peersPlain, func(a string) bool { return strings.HasPrefix(a, want) }) {
+			t.Errorf("plaintext peers, TLS clients: no %s in %v", want, peersPlain)
+		}
+	}
+	if slices.ContainsFunc(peersPlain, func(a string) bool { return strings.HasPrefix(a, "--peer-") || strings.Contains(a, "peer-skip") }) {
+		t.Errorf("plaintext peers got peer TLS flags: %v", peersPlain)
+	}
 	adopted := cluster(func(c *stewardv1.EtcdCluster) {
 		c.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: &stewardv1.JoinSpec{Endpoints: []string{"https://etcd-0:2379"}, CASecretName: "src-ca"}}
 	})
