@@ -128,9 +128,13 @@ func adoptingCluster(ns string, src framework.BitnamiEtcd, version string) *stew
 	return newCluster(ns, adoptClusterName, adoptReplicas, "", func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Version = strings.TrimPrefix(version, "v")
 		join := &stewardv1.JoinSpec{Endpoints: []string{src.ClientURL()}, StatefulSetName: src.Name}
-		if src.TLS != nil {
+		switch {
+		case src.TLS != nil && src.TLS.PeersPlaintext:
 			join.CASecretName = adoptSourceCASecret
-		} else {
+			ec.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Enabled: ptr.To(false)}}
+		case src.TLS != nil:
+			join.CASecretName = adoptSourceCASecret
+		default:
 			ec.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
 		}
 		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Join: join}

@@ -24,7 +24,7 @@ import (
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
-// Adoption (issue 26): Steward takes over a running etcd, plaintext or with TLS on both planes,
+// Adoption (issue 26): Steward takes over a running etcd, plaintext or with TLS,
 // here laid out as the Bitnami chart runs it (framework.BitnamiEtcd), one member at a time and
 // without a client noticing more than the failed requests of the members that leave. The
 // EtcdCluster is named "adopted" and the source release "etcd" (StatefulSet etcd, Services etcd
@@ -35,10 +35,11 @@ const (
 )
 
 // TestAdoptStatefulSet adopts a source under client traffic into adoptReplicas members: a
-// 3-member one for each etcd minor the suite builds that adoption supports (3.6, and 3.5 which
-// the chart's users mostly still run), a 5-member one with TLS on both planes (its CA made here,
-// given to Steward, and the application's client certificate of that CA used throughout, on
-// Steward's members too) and a single member. The cluster keeps its ID and its revisions, no
+// 3-member one for each etcd minor the suite builds that adoption supports (3.6 with TLS clients
+// and plaintext peers, adopted with spec.tls.peer.enabled false; 3.5, which the chart's users
+// mostly still run, plaintext), a 5-member one with TLS on both planes (its CA made here, given
+// to Steward, and the application's client certificate of that CA used throughout, on Steward's
+// members too) and a single member. The cluster keeps its ID and its revisions, no
 // acknowledged write is lost, no read is stale, and at every sample of the member list the
 // healthy voters were a quorum plus the fault tolerance of the smaller of source and target
 // (framework.AdoptionFaultTolerance: 1 for 3 or 5 into 3, 0 for 1 into 3, which must never lose
@@ -50,13 +51,13 @@ func TestAdoptStatefulSet(t *testing.T) {
 	for _, tc := range []struct {
 		name, minor    string
 		sourceReplicas int
-		tls            bool
+		tls            string // "" plaintext, "both" planes, "clients" only (peers plaintext)
 		kill           bool
 	}{
-		{name: "3.6", minor: "3.6", sourceReplicas: 3},
+		{name: "3.6-client-tls", minor: "3.6", sourceReplicas: 3, tls: "clients"},
 		{name: "3.5", minor: "3.5", sourceReplicas: 3},
 		{name: "3.6-operator-killed", minor: "3.6", sourceReplicas: 3, kill: true},
-		{name: "3.6-tls-5-into-3", minor: "3.6", sourceReplicas: 5, tls: true},
+		{name: "3.6-tls-5-into-3", minor: "3.6", sourceReplicas: 5, tls: "both"},
 		{name: "3.5-1-into-3", minor: "3.5", sourceReplicas: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,8 +66,9 @@ func TestAdoptStatefulSet(t *testing.T) {
 			version := versionOf(t, minor)
 			ns := f.Namespace(t)
 			src := framework.BitnamiEtcd{Namespace: ns, Name: adoptSourceName, Replicas: tc.sourceReplicas, Image: f.EtcdImage(version)}
-			if tc.tls {
+			if tc.tls != "" {
 				src = withSourceTLS(t, src)
+				src.TLS.PeersPlaintext = tc.tls == "clients"
 			}
 			src = startBitnamiOf(t, src)
 			label := fmt.Sprintf("adopt %s statefulset %d", tc.name, tc.sourceReplicas)

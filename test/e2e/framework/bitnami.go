@@ -63,6 +63,9 @@ type BitnamiTLS struct {
 	// Client is what an application of the source holds: a client certificate of CA, naming no
 	// host (etcd checks a client certificate's names only on the peer port).
 	Client *pki.Leaf
+	// PeersPlaintext keeps the peer plane plaintext (http:// peer URLs, no peer certificates),
+	// as the chart runs with auth.client.secureTransport and without auth.peer.secureTransport.
+	PeersPlaintext bool
 }
 
 // Where the chart mounts its client and peer certificate Secrets, and the file names it reads
@@ -185,7 +188,7 @@ func (b BitnamiEtcd) podHost(pod string) string {
 	return fmt.Sprintf("%s.%s.%s.svc.%s", pod, b.HeadlessName(), b.Namespace, ClusterDomain())
 }
 
-// scheme is both planes' URL scheme.
+// scheme is the client plane's URL scheme.
 func (b BitnamiEtcd) scheme() string {
 	if b.TLS != nil {
 		return "https"
@@ -193,8 +196,16 @@ func (b BitnamiEtcd) scheme() string {
 	return "http"
 }
 
+// peerScheme is the peer plane's URL scheme.
+func (b BitnamiEtcd) peerScheme() string {
+	if b.TLS != nil && !b.TLS.PeersPlaintext {
+		return "https"
+	}
+	return "http"
+}
+
 // PeerURL is a member's peer URL.
-func (b BitnamiEtcd) PeerURL(pod string) string { return b.scheme() + "://" + b.podHost(pod) + ":2380" }
+func (b BitnamiEtcd) PeerURL(pod string) string { return b.peerScheme() + "://" + b.podHost(pod) + ":2380" }
 
 // MemberClientURL is a member's own client URL, the first it advertises.
 func (b BitnamiEtcd) MemberClientURL(pod string) string {
@@ -250,8 +261,8 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 		{Name: "ETCD_LOG_LEVEL", Value: "info"},
 		{Name: "ETCD_ADVERTISE_CLIENT_URLS", Value: b.scheme() + "://" + podHost + ":2379," + b.ClientURL()},
 		{Name: "ETCD_LISTEN_CLIENT_URLS", Value: b.scheme() + "://0.0.0.0:2379"},
-		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: b.scheme() + "://" + podHost + ":2380"},
-		{Name: "ETCD_LISTEN_PEER_URLS", Value: b.scheme() + "://0.0.0.0:2380"},
+		{Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: b.peerScheme() + "://" + podHost + ":2380"},
+		{Name: "ETCD_LISTEN_PEER_URLS", Value: b.peerScheme() + "://0.0.0.0:2380"},
 		{Name: "ETCD_INITIAL_CLUSTER_TOKEN", Value: "etcd-cluster-k8s"},
 		{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: "new"},
 		{Name: "ETCD_INITIAL_CLUSTER", Value: strings.Join(initial, ",")},
@@ -327,20 +338,24 @@ func (b BitnamiEtcd) StatefulSet() *appsv1.StatefulSet {
 	}
 }
 
-// tlsEnv is the chart's TLS configuration of both planes: the member certificate served and
-// presented, the CA trusted, client certificates required from clients and peers alike.
+// tlsEnv is the chart's TLS configuration: the member certificate served and presented, the CA
+// trusted, client certificates required from clients and (unless PeersPlaintext) peers alike.
 func (b BitnamiEtcd) tlsEnv() []corev1.EnvVar {
 	file := func(dir, name string) string { return dir + "/" + name }
-	return []corev1.EnvVar{
+	env := []corev1.EnvVar{
 		{Name: "ETCD_CERT_FILE", Value: file(bitnamiClientCertDir, bitnamiCertFile)},
 		{Name: "ETCD_KEY_FILE", Value: file(bitnamiClientCertDir, bitnamiKeyFile)},
 		{Name: "ETCD_TRUSTED_CA_FILE", Value: file(bitnamiClientCertDir, bitnamiCAFile)},
 		{Name: "ETCD_CLIENT_CERT_AUTH", Value: "true"},
-		{Name: "ETCD_PEER_CERT_FILE", Value: file(bitnamiPeerCertDir, bitnamiCertFile)},
-		{Name: "ETCD_PEER_KEY_FILE", Value: file(bitnamiPeerCertDir, bitnamiKeyFile)},
-		{Name: "ETCD_PEER_TRUSTED_CA_FILE", Value: file(bitnamiPeerCertDir, bitnamiCAFile)},
-		{Name: "ETCD_PEER_CLIENT_CERT_AUTH", Value: "true"},
 	}
+	if b.TLS.PeersPlaintext {
+		return env
+	}
+	return append(env,
+		corev1.EnvVar{Name: "ETCD_PEER_CERT_FILE", Value: file(bitnamiPeerCertDir, bitnamiCertFile)},
+		corev1.EnvVar{Name: "ETCD_PEER_KEY_FILE", Value: file(bitnamiPeerCertDir, bitnamiKeyFile)},
+		corev1.EnvVar{Name: "ETCD_PEER_TRUSTED_CA_FILE", Value: file(bitnamiPeerCertDir, bitnamiCAFile)},
+		corev1.EnvVar{Name: "ETCD_PEER_CLIENT_CERT_AUTH", Value: "true"})
 }
 
 // ClusterDNS is the cluster DNS server the tests resolve Service and Pod names with

@@ -165,3 +165,31 @@ func TestBitnamiTLSHandshake(t *testing.T) {
 	_ = sc.Close()
 	_ = cc.Close()
 }
+
+// TLS clients with plaintext peers: client URLs https with client certificates required, peer
+// URLs http with no peer TLS setting at all (etcd would otherwise serve TLS on the peer port).
+func TestBitnamiPeersPlaintext(t *testing.T) {
+	b := BitnamiEtcd{Namespace: "ns", Name: "etcd", Replicas: 3, Image: "etcd"}
+	var err error
+	if b.TLS, err = NewBitnamiTLS(b, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.TLS.PeersPlaintext = true
+	if !strings.HasPrefix(b.ClientURL(), "https://") || !strings.HasPrefix(b.MemberClientURL("etcd-0"), "https://") ||
+		!strings.HasPrefix(b.PeerURL("etcd-0"), "http://") {
+		t.Fatalf("client %s, member %s, peer %s", b.ClientURL(), b.MemberClientURL("etcd-0"), b.PeerURL("etcd-0"))
+	}
+	env := map[string]string{}
+	for _, e := range b.StatefulSet().Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	for name, v := range env {
+		if strings.HasPrefix(name, "ETCD_PEER_") {
+			t.Errorf("peer TLS setting %s=%s on plaintext peers", name, v)
+		}
+	}
+	if env["ETCD_CLIENT_CERT_AUTH"] != "true" || !strings.HasPrefix(env["ETCD_LISTEN_PEER_URLS"], "http://") ||
+		!strings.Contains(env["ETCD_INITIAL_CLUSTER"], "=http://") {
+		t.Errorf("env %v", env)
+	}
+}
