@@ -113,7 +113,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	var tlsObs *tlsObserved
 	if ec.TLSEnabled() {
-		if tlsObs, err = r.prepareTLS(ctx, &ec); err != nil {
+		if tlsObs, err = r.prepareTLS(ctx, &ec); errors.Is(err, errRetry) {
+			return ctrl.Result{RequeueAfter: whileWaiting}, nil // a CA Secret the cache has not shown yet
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -136,7 +138,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	if tlsObs != nil {
-		if err := r.reconcileTLS(ctx, &ec, o, tlsObs); err != nil {
+		if err := r.reconcileTLS(ctx, &ec, o, tlsObs); errors.Is(err, errRetry) {
+			return ctrl.Result{RequeueAfter: whileWaiting}, nil // a CA Secret the cache has not shown yet
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 	}
