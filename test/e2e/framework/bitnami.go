@@ -205,7 +205,9 @@ func (b BitnamiEtcd) peerScheme() string {
 }
 
 // PeerURL is a member's peer URL.
-func (b BitnamiEtcd) PeerURL(pod string) string { return b.peerScheme() + "://" + b.podHost(pod) + ":2380" }
+func (b BitnamiEtcd) PeerURL(pod string) string {
+	return b.peerScheme() + "://" + b.podHost(pod) + ":2380"
+}
 
 // MemberClientURL is a member's own client URL, the first it advertises.
 func (b BitnamiEtcd) MemberClientURL(pod string) string {
