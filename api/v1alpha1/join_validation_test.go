@@ -76,13 +76,7 @@ func TestJoinImmutableButAbort(t *testing.T) {
 			expectResult(t, env.Client.Update(ctx(t), c), "spec.bootstrap is immutable")
 		})
 	}
-	removed := ec.DeepCopy()
-	removed.Spec.Bootstrap.Join = nil
-	expectResult(t, env.Client.Update(ctx(t), removed), "spec.bootstrap is immutable")
-
-	abort := ec.DeepCopy()
-	abort.Spec.Bootstrap.Join.Abort = true
-	expectResult(t, env.Client.Update(ctx(t), abort), "")
+	joinRemovedOrAborted(t, ec)
 }
 
 // The source's CA is copied once, at creation: naming another Secret later would change nothing.
@@ -98,6 +92,12 @@ func TestJoinCAImmutable(t *testing.T) {
 			expectResult(t, env.Client.Update(ctx(t), c), "caSecretName")
 		})
 	}
+	joinRemovedOrAborted(t, ec)
+}
+
+// joinRemovedOrAborted: join cannot go once the cluster exists, and abort may always be set.
+func joinRemovedOrAborted(t *testing.T, ec *stewardv1.EtcdCluster) {
+	t.Helper()
 	removed := ec.DeepCopy()
 	removed.Spec.Bootstrap.Join = nil
 	expectResult(t, env.Client.Update(ctx(t), removed), "spec.bootstrap is immutable")
