@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/adoption"
@@ -62,17 +61,11 @@ func (r *EtcdClusterReconciler) takeSourceCA(ctx context.Context, ec *stewardv1.
 	if ca == nil {
 		return adoption.CA{Secret: name, Err: why}, nil, nil
 	}
-	written := tlsSecret(ec, resources.CASecretName(ec.Name))
-	if err := fillCASecret(written, &tlsplan.CAWrite{Current: ca}, ""); err != nil {
-		return adoption.CA{}, nil, err
-	}
-	if err := controllerutil.SetControllerReference(ec, written, r.Client.Scheme()); err != nil {
-		return adoption.CA{}, nil, err
-	}
 	// Created, never updated: a CA Secret written meanwhile is the cluster's, read next time.
-	if err := r.Client.Create(ctx, written); apierrors.IsAlreadyExists(err) {
-		return adoption.CA{}, nil, errRetry
-	} else if err != nil {
+	written, err := r.createSecret(ctx, ec, resources.CASecretName(ec.Name), func(s *corev1.Secret) error {
+		return fillCASecret(s, &tlsplan.CAWrite{Current: ca}, "")
+	})
+	if err != nil {
 		return adoption.CA{}, nil, err
 	}
 	r.event(ec, corev1.EventTypeNormal, "SourceCATaken", "the source's CA %s (Secret %s) is the cluster's CA: Steward's certificates chain to it",

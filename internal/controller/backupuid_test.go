@@ -177,8 +177,11 @@ func TestClusterSummarizesItsContinuousBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	durable := metav1.NewTime(time.Unix(1800000000, 0))
+	// A merge patch of status.continuous alone: the running manager writes the schedule's status
+	// too, and an update of the whole status from a stale read would conflict (seen in CI).
+	base := s.DeepCopy()
 	s.Status.Continuous = &stewardv1.ContinuousBackupStatus{DurableRevision: 90, HeadRevision: 95, LagRevisions: 5, DurableTime: &durable, ReportedAt: &durable}
-	if err := env.Client.Status().Update(ctx, s); err != nil {
+	if err := env.Client.Status().Patch(ctx, s, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "status.backup.continuous", func() error {

@@ -267,7 +267,7 @@ func (r *EtcdClusterReconciler) writeTLS(ctx context.Context, ec *stewardv1.Etcd
 		if t.caSecret == nil {
 			// A first CA is only created: a CA Secret the cache has not shown yet (written a
 			// moment ago, or taken from an adopted source) is never replaced by a fresh one.
-			if err := r.createSecret(ctx, ec, resources.CASecretName(ec.Name), fill); err != nil {
+			if _, err := r.createSecret(ctx, ec, resources.CASecretName(ec.Name), fill); err != nil {
 				return err
 			}
 		} else if err := r.writeSecret(ctx, ec, resources.CASecretName(ec.Name), ec, fill); err != nil {
@@ -325,20 +325,20 @@ func (r *EtcdClusterReconciler) writeSecret(ctx context.Context, ec *stewardv1.E
 
 // createSecret creates a Secret owned by the cluster, and never replaces one: one that exists
 // already is read on the next reconcile (errRetry).
-func (r *EtcdClusterReconciler) createSecret(ctx context.Context, ec *stewardv1.EtcdCluster, name string, fill func(*corev1.Secret) error) error {
+func (r *EtcdClusterReconciler) createSecret(ctx context.Context, ec *stewardv1.EtcdCluster, name string, fill func(*corev1.Secret) error) (*corev1.Secret, error) {
 	s := tlsSecret(ec, name)
 	if err := fill(s); err != nil {
-		return err
+		return nil, err
 	}
 	if err := controllerutil.SetControllerReference(ec, s, r.Client.Scheme()); err != nil {
-		return err
+		return nil, err
 	}
 	if err := r.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
-		return errRetry
+		return nil, errRetry
 	} else if err != nil {
-		return err
+		return nil, err
 	}
-	return nil
+	return s, nil
 }
 
 // writeSecretObj creates or replaces a Secret owned by owner (the cluster, or a member so that its
