@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,15 +126,21 @@ func lastDefragmented(ec *stewardv1.EtcdCluster, member string) time.Time {
 	return latest
 }
 
+// waitDefragmented waits until every member asked for reports a successful defragmentation after
+// the request. A failed or interrupted one is reported but does not end the wait: the request
+// stays open for the operator until a success (it tries a failed member again after a back-off,
+// and an interrupted one at once), so the command follows it; at the timeout it names the
+// members that did not succeed and how each last ended.
 func waitDefragmented(ctx context.Context, env *Env, name, member string, asked time.Time, timeout time.Duration) error {
-	reported := map[string]bool{}
-	failed := 0
+	reported := map[string]time.Time{}
+	pending := map[string]string{}
 	err := poll(ctx, timeout, 2*time.Second, func(ctx context.Context) (bool, error) {
 		ec, err := getCluster(ctx, env, name)
 		if err != nil {
 			return false, err
 		}
 		done, voters := 0, 0
+		clear(pending)
 		for _, m := range ec.Status.Members {
 			if (member != "" && m.Name != member) || m.Role == "" || m.Role == stewardv1.RoleLearner {
 				continue
@@ -139,22 +148,29 @@ func waitDefragmented(ctx context.Context, env *Env, name, member string, asked 
 			voters++
 			d := m.Defragmentation
 			if d == nil || d.Last == nil || d.Last.Time.Time.Before(asked) {
+				pending[m.Name] = "no result yet"
+				continue
+			}
+			l := d.Last
+			if !reported[m.Name].Equal(l.Time.Time) || reported[m.Name].IsZero() {
+				reported[m.Name] = l.Time.Time
+				_, _ = fmt.Fprintf(env.Out, "%s: %s, %s -> %s in %dms\n", m.Name, l.Outcome, qty(l.SizeBefore), qty(l.SizeAfter), l.DurationMilliseconds)
+			}
+			if l.Outcome != stewardv1.DefragmentationSucceeded {
+				pending[m.Name] = string(l.Outcome) + " at " + l.Time.UTC().Format(time.RFC3339)
 				continue
 			}
 			done++
-			if !reported[m.Name] {
-				reported[m.Name] = true
-				l := d.Last
-				if l.Outcome != stewardv1.DefragmentationSucceeded {
-					failed++
-				}
-				_, _ = fmt.Fprintf(env.Out, "%s: %s, %s -> %s in %dms\n", m.Name, l.Outcome, qty(l.SizeBefore), qty(l.SizeAfter), l.DurationMilliseconds)
-			}
 		}
 		return voters > 0 && done == voters, nil
 	})
-	if err == nil && failed > 0 {
-		return fmt.Errorf("%d defragmentation(s) did not succeed: Steward tries a failed member again after a back-off", failed)
+	if err != nil && len(pending) > 0 {
+		var why []string
+		for _, n := range slices.Sorted(maps.Keys(pending)) {
+			why = append(why, n+": "+pending[n])
+		}
+		return fmt.Errorf("%w; not defragmented successfully yet: %s (Steward tries a failed member again after a "+
+			"back-off: kubectl etcd status shows it)", err, strings.Join(why, ", "))
 	}
 	return err
 }
