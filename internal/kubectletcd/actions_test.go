@@ -374,12 +374,10 @@ func TestRestoreToAPoint(t *testing.T) {
 	}
 }
 
-// An operator restarted mid-request closes the member's record as Interrupted and defragments it
-// again (the request stays open until a success, as the operator reads it): the command reports
-// both and succeeds once every member succeeded. CI saw it fail on the Interrupted record although
-// the operator's retry succeeded a second later.
-func TestDefragWaitsPastAnInterruption(t *testing.T) {
-	now := time.Date(2026, 12, 1, 0, 12, 30, 0, time.UTC)
+// defragHarness fakes the operator's answer to a defragmentation request: once asked, every Get of
+// the cluster shows, for member i at the n-th Get since, the result result(i, n) (nil: none).
+func defragHarness(t *testing.T, now time.Time, result func(i, n int) *stewardv1.DefragmentationResult) *harness {
+	t.Helper()
 	gets := 0
 	var h *harness
 	funcs := &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -392,18 +390,31 @@ func TestDefragWaitsPastAnInterruption(t *testing.T) {
 		}
 		gets++
 		for i := range ec.Status.Members {
-			outcome := stewardv1.DefragmentationSucceeded
-			if i == 1 && gets < 3 {
-				outcome = stewardv1.DefragmentationInterrupted // the first polls see the interrupted run
+			if r := result(i, gets); r != nil {
+				ec.Status.Members[i].Defragmentation = &stewardv1.MemberDefragmentation{Last: r}
 			}
-			ec.Status.Members[i].Defragmentation = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
-				Time: metav1.NewTime(now.Add(time.Duration(i+gets) * time.Second)), Outcome: outcome,
-				Trigger: stewardv1.DefragmentationRequested, DurationMilliseconds: 40}}
 		}
 		return nil
 	}}
 	h = newHarness(t, funcs, allFixtures()...)
 	h.env.Now = func() time.Time { return now }
+	return h
+}
+
+// An operator restarted mid-request closes the member's record as Interrupted and defragments it
+// again (the request stays open until a success, as the operator reads it): the command reports
+// both and succeeds once every member succeeded. CI saw it fail on the Interrupted record although
+// the operator's retry succeeded a second later.
+func TestDefragWaitsPastAnInterruption(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 12, 30, 0, time.UTC)
+	h := defragHarness(t, now, func(i, n int) *stewardv1.DefragmentationResult {
+		outcome := stewardv1.DefragmentationSucceeded
+		if i == 1 && n < 3 {
+			outcome = stewardv1.DefragmentationInterrupted // the first polls see the interrupted run
+		}
+		return &stewardv1.DefragmentationResult{Time: metav1.NewTime(now.Add(time.Duration(i+n) * time.Second)), Outcome: outcome,
+			Trigger: stewardv1.DefragmentationRequested, DurationMilliseconds: 40}
+	})
 	if err := h.run(t, "defrag", "demo", "--timeout", "30s"); err != nil {
 		t.Fatalf("%v\n%s", err, h.out.String())
 	}
@@ -416,27 +427,14 @@ func TestDefragWaitsPastAnInterruption(t *testing.T) {
 // its timeout, says which member did not succeed and how it last ended.
 func TestDefragTimesOutNamingTheFailure(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 12, 30, 0, time.UTC)
-	var h *harness
-	funcs := &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-		if err := c.Get(ctx, key, obj, opts...); err != nil {
-			return err
+	h := defragHarness(t, now, func(i, _ int) *stewardv1.DefragmentationResult {
+		outcome := stewardv1.DefragmentationSucceeded
+		if i == 2 {
+			outcome = stewardv1.DefragmentationFailed
 		}
-		ec, ok := obj.(*stewardv1.EtcdCluster)
-		if !ok || len(h.patches) == 0 {
-			return nil
-		}
-		for i := range ec.Status.Members {
-			outcome := stewardv1.DefragmentationSucceeded
-			if i == 2 {
-				outcome = stewardv1.DefragmentationFailed
-			}
-			ec.Status.Members[i].Defragmentation = &stewardv1.MemberDefragmentation{Last: &stewardv1.DefragmentationResult{
-				Time: metav1.NewTime(now.Add(time.Second)), Outcome: outcome, Trigger: stewardv1.DefragmentationRequested}}
-		}
-		return nil
-	}}
-	h = newHarness(t, funcs, allFixtures()...)
-	h.env.Now = func() time.Time { return now }
+		return &stewardv1.DefragmentationResult{Time: metav1.NewTime(now.Add(time.Second)), Outcome: outcome,
+			Trigger: stewardv1.DefragmentationRequested}
+	})
 	err := h.run(t, "defrag", "demo", "--timeout", "3s")
 	if err == nil || !strings.Contains(err.Error(), "demo-2") || !strings.Contains(err.Error(), "Failed") {
 		t.Fatalf("err %v, want the timeout naming demo-2's Failed\n%s", err, h.out.String())
