@@ -30,15 +30,21 @@ var sourceCAKeys = [][2]string{{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, {pk
 // which CA the cluster issues from (or why the source's could not be taken) for the preflight.
 // Nothing is written when the source's Secret is missing or is not a CA with its key: the TLS
 // plan then holds, since a fresh CA would give Steward's members certificates the source refuses.
-// It returns the cluster's CA Secret as read live or written: the cache may not hold it yet, and
-// a CA Secret missing from the cache would be replaced by a fresh CA.
+// It returns the cluster's CA Secret as read or written: the cache may not hold it yet, and a CA
+// Secret missing from the cache would be replaced by a fresh CA.
 func (r *EtcdClusterReconciler) takeSourceCA(ctx context.Context, ec *stewardv1.EtcdCluster) (adoption.CA, *corev1.Secret, error) {
 	if !adopting(ec) || ec.Spec.Bootstrap.Join.CASecretName == "" {
 		return adoption.CA{}, nil, nil
 	}
 	name := ec.Spec.Bootstrap.Join.CASecretName
 	var own corev1.Secret
-	err := r.reader().Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.CASecretName(ec.Name)}, &own)
+	key := client.ObjectKey{Namespace: ec.Namespace, Name: resources.CASecretName(ec.Name)}
+	// The cache first (every reconcile of the hand-over comes here); only its "not found" is read
+	// again live, since the cache may not show a CA Secret taken a moment ago.
+	err := r.Client.Get(ctx, key, &own)
+	if apierrors.IsNotFound(err) {
+		err = r.reader().Get(ctx, key, &own)
+	}
 	switch {
 	case err == nil:
 		// Taken already (or by a reconcile that crashed after writing it): the cluster's own CA
