@@ -281,6 +281,10 @@ func waitAdoptionPhase(t *testing.T, ns string, phase stewardv1.AdoptionPhase, t
 
 // adoptionSummary is status.adoption in one line (JSON), for wait errors and dumps.
 func adoptionSummary(ctx context.Context, ns string) string {
+	// A context of its own: the caller's is often the one that just expired (WaitFor's last
+	// attempt), and the summary is what says why.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	ec, err := get(ctx, ns, adoptClusterName)
 	if err != nil {
 		return err.Error()

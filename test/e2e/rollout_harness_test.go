@@ -29,8 +29,9 @@ type rollWatch struct {
 	pods     *framework.PodTimes
 	changed  time.Time // when the test changed the spec
 
-	mu      sync.Mutex
-	leaders []string // distinct consecutive leaders seen
+	mu        sync.Mutex
+	leaders   []string    // distinct consecutive leaders seen
+	leaderAts []time.Time // when each of leaders was first seen
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -77,11 +78,42 @@ func (w *rollWatch) pollLeader() {
 				w.mu.Lock()
 				if n := len(w.leaders); n == 0 || w.leaders[n-1] != m.Name {
 					w.leaders = append(w.leaders, m.Name)
+					w.leaderAts = append(w.leaderAts, time.Now())
 				}
 				w.mu.Unlock()
 			}
 		}
 	}
+}
+
+// checkHandoff asserts that leadership left lead before its Pod was deleted: through the operator's
+// MoveLeader, or through an election of etcd's own (a loaded host makes them) that status showed
+// before the deletion. Status lags etcd, so a leader change it showed before the deletion happened
+// before it; an operator deleting the leader's Pod leaves status showing lead until then.
+func (w *rollWatch) checkHandoff(lead string) {
+	t := w.t
+	t.Helper()
+	moves := eventsWith(t, w.ns, w.name, "MoveLeader")
+	if len(moves) > 0 && strings.Contains(moves[0], "from "+lead) {
+		return
+	}
+	var deleted time.Time
+	for _, r := range w.pods.Restarts() {
+		if r.Member == lead && !r.InPlace {
+			deleted = r.Deleting
+			break
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, l := range w.leaders {
+		if l != lead && !deleted.IsZero() && w.leaderAts[i].Before(deleted) && slices.Contains(w.leaders[:i], lead) {
+			t.Logf("no MoveLeader from %s: an election moved leadership to %s %.1fs before its Pod's deletion (leaders %v)",
+				lead, l, deleted.Sub(w.leaderAts[i]).Seconds(), w.leaders)
+			return
+		}
+	}
+	t.Errorf("no leadership handoff from %s before rolling it: MoveLeader events %v, leaders %v", lead, moves, w.leaders)
 }
 
 func (w *rollWatch) halt() {

@@ -63,9 +63,7 @@ func TestRollResources(t *testing.T) {
 			if last := order[len(order)-1]; last != lead {
 				t.Errorf("roll order %v: the leader %s must go last", order, lead)
 			}
-			if moves := eventsWith(t, ns, "web", "MoveLeader"); len(moves) == 0 || !strings.Contains(moves[0], "from "+lead) {
-				t.Errorf("no leadership handoff from %s before rolling it: %v", lead, moves)
-			}
+			w.checkHandoff(lead)
 		})
 	}
 }
