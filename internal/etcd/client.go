@@ -140,6 +140,16 @@ func (c *Client) endpoint(ep string) (*clientv3.Client, error) {
 	return one, nil
 }
 
+// cluster returns the client of the cluster-wide calls (member list, add, promote, remove, alarms,
+// auth, compaction, downgrade), its connection woken up first when it failed, for the reason
+// endpoint gives: each call tries the cluster for real instead of waiting out gRPC's backoff.
+func (c *Client) cluster() *clientv3.Client {
+	if conn := c.c.ActiveConnection(); conn.GetState() == connectivity.TransientFailure {
+		conn.ResetConnectBackoff()
+	}
+	return c.c
+}
+
 // Retain closes the per-member clients of endpoints not listed (a Pod that went, or got a new IP).
 func (c *Client) Retain(endpoints []string) {
 	c.mu.Lock()
@@ -173,7 +183,7 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 func (c *Client) MemberList(ctx context.Context) ([]Member, uint64, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	resp, err := c.c.MemberList(ctx)
+	resp, err := c.cluster().MemberList(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("member list: %w", err)
 	}
@@ -209,7 +219,7 @@ func (c *Client) AddLearner(ctx context.Context, peerURL string) (Member, []Memb
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	failpoint.Hit(ctx, failpoint.BeforeMemberAdd)
-	resp, err := c.c.MemberAddAsLearner(ctx, []string{peerURL})
+	resp, err := c.cluster().MemberAddAsLearner(ctx, []string{peerURL})
 	if errors.Is(err, rpctypes.ErrUnhealthy) {
 		return Member{}, nil, ErrClusterNotSettled
 	}
@@ -229,7 +239,7 @@ func (c *Client) Promote(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	failpoint.Hit(ctx, failpoint.BeforeMemberPromote)
-	_, err := c.c.MemberPromote(ctx, id)
+	_, err := c.cluster().MemberPromote(ctx, id)
 	if errors.Is(err, rpctypes.ErrMemberLearnerNotReady) {
 		return ErrLearnerNotReady
 	}
@@ -245,7 +255,7 @@ func (c *Client) Remove(ctx context.Context, id uint64) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	failpoint.Hit(ctx, failpoint.BeforeMemberRemove)
-	_, err := c.c.MemberRemove(ctx, id)
+	_, err := c.cluster().MemberRemove(ctx, id)
 	if err == nil || errors.Is(err, rpctypes.ErrMemberNotFound) {
 		failpoint.Hit(ctx, failpoint.AfterMemberRemove)
 		return nil

@@ -19,7 +19,7 @@ func (c *Client) Compact(ctx context.Context, rev int64) error {
 	ctx, cancel := context.WithTimeout(ctx, DefragmentTimeout)
 	defer cancel()
 	failpoint.Hit(ctx, failpoint.BeforeCompact)
-	_, err := c.c.Compact(ctx, rev, clientv3.WithCompactPhysical())
+	_, err := c.cluster().Compact(ctx, rev, clientv3.WithCompactPhysical())
 	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return fmt.Errorf("compacting to revision %d: %w", rev, err)
 	}
@@ -36,7 +36,7 @@ func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string)
 		return fmt.Errorf("unknown alarm type %q", alarm)
 	}
 	failpoint.Hit(ctx, failpoint.BeforeAlarmDisarm)
-	_, err := c.c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: memberID, Alarm: etcdserverpb.AlarmType(t)})
+	_, err := c.cluster().AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: memberID, Alarm: etcdserverpb.AlarmType(t)})
 	if err != nil {
 		return fmt.Errorf("disarming %s of member %s: %w", alarm, IDString(memberID), err)
 	}
@@ -50,7 +50,7 @@ func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string)
 func (c *Client) AuthEnabled(ctx context.Context) (bool, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
-	r, err := c.c.AuthStatus(ctx)
+	r, err := c.cluster().AuthStatus(ctx)
 	switch {
 	case errors.Is(err, rpctypes.ErrUserEmpty):
 		return true, nil

@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -41,4 +42,44 @@ func TestStatusReachesAMemberBackFromALongOutage(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("the member answers /health, but its status read still fails: %v", last)
+}
+
+// TestMemberListReachesAClusterBackFromALongOutage: the cluster-wide calls (member list, member
+// add, remove, promote) go through one connection over the voters, or over an adopted source's
+// client Service: the same growing backoff would keep them failing long after the cluster answers
+// again (a source whose handshakes failed while the CA was not taken yet, a single-member cluster
+// after a restart).
+func TestMemberListReachesAClusterBackFromALongOutage(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	m := cl.Members[0]
+	c, err := New(cl.ClientURLs(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, _, err := c.MemberList(tctx(t)); err != nil {
+		t.Fatalf("member list before the outage: %v", err)
+	}
+	cl.Kill(m)
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
+		if _, _, err := c.MemberList(tctx(t)); err == nil {
+			t.Fatalf("the member list of a killed cluster was read")
+		}
+	}
+	cl.Restart(m)
+	cl.WaitHealthy(m)
+	back := time.Now()
+	// Within about two seconds of the member answering /health: each read is bounded by what is
+	// left of them, since a read blocks until the connection is back.
+	var last error
+	for deadline := back.Add(2500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		_, _, last = c.MemberList(ctx)
+		cancel()
+		if last == nil {
+			t.Logf("member list read %s after the member answered", time.Since(back).Round(time.Millisecond))
+			return
+		}
+	}
+	t.Fatalf("the member answers /health, but the member list still fails: %v", last)
 }

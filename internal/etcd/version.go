@@ -54,7 +54,7 @@ func (c *Client) Downgrade(ctx context.Context, action clientv3.DowngradeAction,
 	}
 	call, cancel := withTimeout(ctx)
 	defer cancel()
-	resp, err := c.c.Downgrade(call, action, minor)
+	resp, err := c.cluster().Downgrade(call, action, minor)
 	if err != nil {
 		return "", err
 	}
