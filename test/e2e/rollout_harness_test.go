@@ -32,8 +32,8 @@ type rollWatch struct {
 	mu        sync.Mutex
 	leaders   []string    // distinct consecutive leaders seen
 	leaderAts []time.Time // when each of leaders was first seen
-	stop    chan struct{}
-	done    chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
