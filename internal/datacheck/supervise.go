@@ -20,7 +20,8 @@ var markPoll = 500 * time.Millisecond
 func supervise(o RunOptions, argv []string, stderr io.Writer) int {
 	want, _ := strconv.ParseUint(o.MemberID, 16, 64) // Decide has parsed it already
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	join := &joinWatch{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, io.MultiWriter(os.Stderr, join)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
@@ -41,7 +42,7 @@ func supervise(o RunOptions, argv []string, stderr io.Writer) int {
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s)
 		case <-done:
-			return exitStatus(cmd.ProcessState)
+			return exited(o, cmd.ProcessState, join, stderr)
 		case <-tick.C:
 		}
 	}
@@ -58,6 +59,24 @@ func mark(o RunOptions, want uint64, stderr io.Writer) bool {
 		_, _ = fmt.Fprintf(stderr, "%smarking that the WAL exists: %v\n", MessagePrefix, err)
 	}
 	return true
+}
+
+// exited is the wrapper's exit status once etcd exited: etcd's own, or ExitJoinRefused with the
+// cause as the termination message when etcd gave up joining (see joinWatch).
+func exited(o RunOptions, ps *os.ProcessState, join *joinWatch, stderr io.Writer) int {
+	status := exitStatus(ps)
+	if status == 0 {
+		return 0
+	}
+	msg := join.verdict()
+	if msg == "" {
+		return status
+	}
+	_, _ = fmt.Fprintln(stderr, msg)
+	if o.TerminationLog != "" {
+		_ = os.WriteFile(o.TerminationLog, []byte(msg), 0o644)
+	}
+	return ExitJoinRefused
 }
 
 // exitStatus is the shell's convention: the code, or 128+signal for a child killed by a signal.
