@@ -178,8 +178,24 @@ func podFacts(p *corev1.Pod) plan.Pod {
 			out.DataLost = datacheck.DataLost(t.ExitCode, t.Message)
 			out.VersionRefused = datacheck.RefusedVersion(t.ExitCode, t.Message)
 		}
+		out.JoinRefused = joinRefused(cs)
 	}
 	return out
+}
+
+// joinRefused is the data check's JoinRefused verdict of the etcd container's last exit while it is
+// not running now: a container running again is trying again (its peers may admit it now).
+func joinRefused(cs corev1.ContainerStatus) string {
+	if cs.State.Running != nil {
+		return ""
+	}
+	if t := cs.State.Terminated; t != nil {
+		return datacheck.RefusedJoin(t.ExitCode, t.Message)
+	}
+	if t := cs.LastTerminationState.Terminated; t != nil {
+		return datacheck.RefusedJoin(t.ExitCode, t.Message)
+	}
+	return ""
 }
 
 // etcdContainerID is the kubelet's ID of the Pod's etcd container now; "" before it reports one.

@@ -121,6 +121,25 @@ func TestPodFacts(t *testing.T) {
 		// The Pod's readiness and the container's are reported apart.
 		{"container ready, Pod not (yet)", pod(func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }),
 			func(f plan.Pod) bool { return !f.Ready && f.ContainerReady }},
+		// A join refused by every peer (an adopted source's peer rules): read while the container
+		// is down, forgotten while it runs again (its peers may admit it now).
+		{"join refused, backing off", pod(func(p *corev1.Pod) {
+			etcd(p).State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			etcd(p).LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitJoinRefused,
+				Message: datacheck.MessagePrefix + datacheck.JoinRefused + ": tls: bad certificate", Reason: "Error", FinishedAt: at}
+		}), func(f plan.Pod) bool { return f.JoinRefused == "tls: bad certificate" && f.DataLost == "" && f.VersionRefused == "" }},
+		{"join refused, just exited", pod(func(p *corev1.Pod) {
+			etcd(p).State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitJoinRefused,
+				Message: datacheck.MessagePrefix + datacheck.JoinRefused + ": tls: bad certificate"}}
+		}), func(f plan.Pod) bool { return f.JoinRefused == "tls: bad certificate" && f.DataLost == "" }},
+		{"join refused last time, running again", pod(func(p *corev1.Pod) {
+			etcd(p).LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitJoinRefused,
+				Message: datacheck.MessagePrefix + datacheck.JoinRefused + ": tls: bad certificate", FinishedAt: at}
+		}), func(f plan.Pod) bool { return f.JoinRefused == "" }},
+		{"etcd's exit 5 without the data check's prefix", pod(func(p *corev1.Pod) {
+			etcd(p).State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitJoinRefused,
+				Message: "JoinRefused: tls: bad certificate"}}
+		}), func(f plan.Pod) bool { return f.JoinRefused == "" }},
 		// Data-check verdicts: the last termination's is read first, the current one's otherwise.
 		{"data check's verdict in the last termination", pod(func(p *corev1.Pod) {
 			etcd(p).State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}

@@ -102,16 +102,3 @@ func peerOf(address string) string {
 func RefusedJoin(exitCode int32, message string) string {
 	return strings.TrimPrefix(readVerdict(ExitJoinRefused, exitCode, message), JoinRefused+": ")
 }
-
-// PeerCertificateRefused says whether a JoinRefused verdict is a peer refusing the member's
-// certificate (TLS alerts a peer sends when its client-certificate checks fail) rather than a peer
-// that could not be reached.
-func PeerCertificateRefused(verdict string) bool {
-	for _, s := range []string{"bad certificate", "unknown certificate authority", "certificate required",
-		"certificate unknown", "access denied"} {
-		if strings.Contains(verdict, "tls: "+s) {
-			return true
-		}
-	}
-	return false
-}

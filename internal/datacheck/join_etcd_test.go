@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-steward/steward/internal/etcdtest"
+	"github.com/etcd-steward/steward/internal/evidence"
 	"github.com/etcd-steward/steward/internal/pki"
 )
 
@@ -111,7 +112,7 @@ func TestRunEtcdNamesAPeerRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := RefusedJoin(ExitJoinRefused, string(msg))
-	if v == "" || !PeerCertificateRefused(v) || !strings.Contains(v, srcPeer) {
+	if v == "" || !evidence.PeerRefusedCertificate(v) || !strings.Contains(v, srcPeer) {
 		t.Fatalf("termination message %q: not read as the source's peer %s refusing the certificate", msg, srcPeer)
 	}
 	t.Logf("termination message: %s", msg)

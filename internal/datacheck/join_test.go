@@ -3,6 +3,8 @@ package datacheck
 import (
 	"strings"
 	"testing"
+
+	"github.com/etcd-steward/steward/internal/evidence"
 )
 
 // etcd 3.6's own lines when every peer refused a joining member's certificate (a peer with
@@ -46,7 +48,7 @@ func TestJoinWatch(t *testing.T) {
 				t.Fatalf("verdict %q, want %q in it", got, tc.want)
 			}
 			read := RefusedJoin(ExitJoinRefused, got)
-			if read == "" || !PeerCertificateRefused(read) {
+			if read == "" || !evidence.PeerRefusedCertificate(read) {
 				t.Fatalf("RefusedJoin %q: not read back as a refused certificate", read)
 			}
 			for _, other := range []func(int32, string) string{DataLost, RefusedVersion} {
@@ -67,19 +69,5 @@ func TestJoinWatchForgetsAnEndlessLine(t *testing.T) {
 	_, _ = w.Write([]byte(refusedLine + "\n" + gaveUpLine + "\n"))
 	if w.verdict() == "" {
 		t.Fatal("no verdict after the buffer was dropped")
-	}
-}
-
-func TestPeerCertificateRefused(t *testing.T) {
-	for verdict, want := range map[string]bool{
-		"failed with: remote error: tls: bad certificate":                                               true,
-		"failed with: remote error: tls: unknown certificate authority":                                 true,
-		"failed with: dial tcp 10.0.0.1:2380: connect: connection refused":                              false,
-		"failed with: Get \"https://x:2380/members\": context deadline exceeded":                        false,
-		"failed with: tls: failed to verify certificate: x509: certificate signed by unknown authority": false,
-	} {
-		if got := PeerCertificateRefused(verdict); got != want {
-			t.Errorf("PeerCertificateRefused(%q) = %t, want %t", verdict, got, want)
-		}
 	}
 }

@@ -42,6 +42,7 @@ const (
 	ReasonPromotingLearner        Reason = "PromotingLearner"
 	ReasonLearnerCatchingUp       Reason = "LearnerCatchingUp"
 	ReasonLearnerStuck            Reason = "LearnerStuck"
+	ReasonLearnerRefused          Reason = "LearnerRefused"
 	ReasonExtraLearner            Reason = "ExtraLearner"
 	ReasonRemovingMember          Reason = "RemovingMember"
 	ReasonRemovingUnknownMember   Reason = "RemovingUnknownMember"

@@ -190,6 +190,11 @@ type Pod struct {
 	// its etcd is more than one minor newer than the data's storage version, or older than it
 	// (internal/datacheck); "" otherwise. The data is intact: it is never replaced for this.
 	VersionRefused string
+	// JoinRefused is the data check's verdict when the etcd container, joining with no data yet, got
+	// the member list from no peer and exited (internal/datacheck JoinRefused: the peers' answer,
+	// such as an adopted source's peer port refusing the member's certificate); "" otherwise, and
+	// while the container runs again.
+	JoinRefused string
 	// ForceNewCluster: the Pod was built to start etcd with --force-new-cluster (a quorum
 	// recovery's survivor).
 	ForceNewCluster bool

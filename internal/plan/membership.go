@@ -132,6 +132,9 @@ func (v *view) learner(l *memberView) Action {
 		a.MemberID = l.id()
 		return a
 	}
+	if l.Pod.JoinRefused != "" {
+		return v.joinRefused(l)
+	}
 	if v.olderThan(l.PhaseSince, v.lim.LearnerTimeout) {
 		a, _ := v.disrupt(act(RemoveMember, l.Name, ReasonLearnerStuck,
 			"learner %s did not catch up within %s; removing it to retry", l.Name, v.lim.LearnerTimeout), disruption.Remove)
@@ -145,6 +148,27 @@ func (v *view) learner(l *memberView) Action {
 		return wait(ReasonLearnerCatchingUp, "learner %s is catching up: %s", l.Name, r.Reason)
 	}
 	return wait(ReasonLearnerCatchingUp, "learner %s's Pod is not ready", l.Name)
+}
+
+// joinRefused: the learner's etcd exited because no peer gave it the member list (etcd's own
+// words, read by the data check). Removing it and adding another would meet the same answer, so
+// the learner stays, counting for no quorum, and the plan waits with the peers' answer: the kubelet
+// starts it again and again, and it joins by itself once the peers admit it (or the user aborts an
+// adoption). The learner timeout does not apply while the refusal stands.
+func (v *view) joinRefused(l *memberView) Action {
+	why := l.Pod.JoinRefused
+	if !evidence.PeerRefusedCertificate(why) {
+		return wait(ReasonLearnerRefused, "learner %s cannot join: no peer gave it the member list (%s): check that "+
+			"Steward's Pods reach the peers' peer URLs; it keeps trying", l.Name, why)
+	}
+	if v.f.Adopting() {
+		return wait(ReasonLearnerRefused, "learner %s cannot join: the source's members refuse its peer certificate (%s). "+
+			"They admit peers by name (--peer-cert-allowed-cn or --peer-cert-allowed-hostname): admit Steward's members "+
+			"(their peer certificates name the member, e.g. CN %s) or abort the adoption (spec.bootstrap.join.abort: true). "+
+			"The learner counts for no quorum and joins by itself once admitted", l.Name, why, l.Name)
+	}
+	return wait(ReasonLearnerRefused, "learner %s cannot join: the members refuse its peer certificate (%s); it keeps trying",
+		l.Name, why)
 }
 
 // removals finish removals: out of etcd first (leader handed off before), then the Pod, then the

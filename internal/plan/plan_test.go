@@ -236,6 +236,18 @@ func TestPlanLearners(t *testing.T) {
 			f.Limits.LearnerTimeout = time.Minute
 			stepAgo(f, 2*time.Minute)
 		}, want: want{kind: RemoveMember, member: "c-3", reason: ReasonLearnerStuck, disruption: disruption.Remove}},
+		// etcd exited before joining: no peer gave it the member list (the data check's verdict).
+		// Another learner would meet the same answer: it waits, past the timeout too.
+		{name: "join refused by a peer's certificate check: wait, never remove", mutate: func(f *Facts) {
+			learner(false, false)(f)
+			f.m("c-3").Pod.JoinRefused = "the last, https://c-0.c-peer.ns.svc:2380, failed with: remote error: tls: bad certificate"
+			stepAgo(f, DefaultLearnerTimeout+time.Hour)
+		}, want: want{kind: Wait, reason: ReasonLearnerRefused, message: "the members refuse its peer certificate"}},
+		{name: "join refused: no peer reached", mutate: func(f *Facts) {
+			learner(false, false)(f)
+			f.m("c-3").Pod.JoinRefused = "the last, https://c-0.c-peer.ns.svc:2380, failed with: dial tcp: i/o timeout"
+			stepAgo(f, DefaultLearnerTimeout+time.Hour)
+		}, want: want{kind: Wait, reason: ReasonLearnerRefused, message: "reach the peers' peer URLs"}},
 		{name: "unschedulable learner: say so", mutate: func(f *Facts) {
 			learner(false, false)(f)
 			f.m("c-3").Pod.Unschedulable = true

@@ -334,6 +334,59 @@ func TestSimAdoptionRefused(t *testing.T) {
 	w.assertConverged()
 }
 
+// A source whose peers refuse Steward's peer certificate (--peer-cert-allowed-cn): the first
+// learner's etcd exits before it joins, at every start. Nothing is retried blindly (no learner
+// removed and re-added, however long past the learner timeout), no source member is removed, and
+// the wait says what the peers answered and the two ways out. Once the source admits Steward's
+// members, the learner joins by itself and the hand-over runs; an abort instead leaves the source
+// whole.
+func TestSimAdoptionPeerRefused(t *testing.T) {
+	const answer = `the last, https://etcd-0.etcd-headless.ns.svc:2380, failed with: remote error: tls: bad certificate`
+	for _, way := range []string{"admitted", "aborted"} {
+		t.Run(way, func(t *testing.T) {
+			for _, n := range []int{3, 5} {
+				w := adoptionWorld(t, n, 3)
+				w.refuseJoin = answer
+				w.liveness = false // held until the source admits Steward's members, by design
+				d := w.run(int(2*DefaultLearnerTimeout/(10*time.Second)), nil)
+				if d.Action.Reason != ReasonLearnerRefused || !strings.Contains(d.Action.Message, "tls: bad certificate") ||
+					!strings.Contains(d.Action.Message, "--peer-cert-allowed-cn") || !strings.Contains(d.Action.Message, "abort") {
+					t.Fatalf("%d into 3: got %s %s\n%s", n, d.Action, d.Action.Message, w.tail(20))
+				}
+				if stuck := w.disruptions(ReasonLearnerStuck); len(stuck) > 0 {
+					t.Fatalf("%d into 3: the refused learner was removed to retry: %s", n, names(stuck))
+				}
+				// The spare source members of a larger source go first (5 into 3: two), no more.
+				if removed := w.disruptions(ReasonHandingOver); len(removed) != max(n-3, 0) {
+					t.Fatalf("%d into 3: %d source members removed while the source refused Steward: %s", n, len(removed), names(removed))
+				}
+				if a := w.cluster.Status.Adoption; a == nil || a.Phase != stewardv1.AdoptionHandingOver ||
+					!strings.Contains(a.Message, "refuse its peer certificate") {
+					t.Fatalf("%d into 3: adoption status %+v", n, a)
+				}
+				w.liveness = true
+				if way == "aborted" {
+					if n > 3 {
+						continue // source members left already: an abort is refused (TestSimAdoptionAbortTooLate)
+					}
+					abortAt(w) // the source still refusing
+					w.converge(nil)
+					if p := w.abortedProblem(); p != "" {
+						t.Fatal(p)
+					}
+					continue
+				}
+				w.refuseJoin = ""
+				w.converge(nil)
+				w.assertConverged()
+				if got := w.adoptionPhase(); got != stewardv1.AdoptionDone {
+					t.Fatalf("%d into 3, admitted: phase %s, want Done\n%s", n, got, w.tail(30))
+				}
+			}
+		})
+	}
+}
+
 // Without a StatefulSet named, removed source members are left for their owner to stop.
 func TestSimAdoptionWithoutStatefulSet(t *testing.T) {
 	w := adoptionWorld(t, 3, 3)

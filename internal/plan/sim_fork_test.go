@@ -64,6 +64,7 @@ func (w *world) fork() *world {
 // without allowDowntime, a StorageClass that cannot expand) run without the check (see stuck).
 func (w *world) heal() {
 	w.crashRate, w.growPaused, w.lag, w.etcdLag = 0, false, 0, 0
+	w.refuseJoin = "" // the source admits Steward's members
 	w.unschedulable = map[string]bool{}
 	for _, m := range w.members {
 		// A Pod of a member already out of etcd keeps failing: etcd refuses a removed member.

@@ -82,6 +82,11 @@ func (w *world) start(m *wMember) {
 		w.leader = w.nextID
 	}
 	e := w.entry(m)
+	if e == nil && p.joinRefused != "" {
+		// Never joined, and removed from etcd since (an abort): etcd finds no member to be.
+		p.restarts++
+		return
+	}
 	if e == nil {
 		w.violate("%s's Pod started but %s is not in the member list (and is no seed)", m.name, m.name)
 		return
@@ -93,6 +98,13 @@ func (w *world) start(m *wMember) {
 		w.violate("%s's Pod started without a PVC", m.name)
 		return
 	}
+	if w.refuseJoin != "" && !e.started && w.source(e) == nil {
+		// etcd asks the peers for the member list first, and exits when none gives it.
+		p.joinRefused, p.lastTerminated = w.refuseJoin, w.now
+		p.restarts++
+		return
+	}
+	p.joinRefused = ""
 	switch {
 	case *data != 0 && *data != e.id:
 		w.violate("%s started on stale data of removed member %x (it is %x now)", m.name, *data, e.id)
@@ -214,6 +226,9 @@ func (w *world) memberFacts(m *wMember) Member {
 		}
 		if p.failed {
 			fm.Pod.Phase = corev1.PodFailed
+		}
+		if !p.running {
+			fm.Pod.JoinRefused = p.joinRefused
 		}
 		if p.oom {
 			fm.Pod.LastTerminationReason = "OOMKilled"

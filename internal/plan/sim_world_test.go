@@ -24,6 +24,9 @@ import (
 
 type world struct {
 	t          testing.TB
+	// refuseJoin, when set, is what every peer answers a joining Steward member's etcd (an adopted
+	// source's peer rules): its etcd exits before it joins, again at each start, until cleared.
+	refuseJoin string
 	rng        *rand.Rand
 	crashRate  float64 // chance an action stops half-way, as if the operator died mid-step
 	resizes    int     // in-place resizes requested
@@ -130,6 +133,8 @@ type wPod struct {
 	// prepared: Steward prepared the member for it.
 	evictAt  time.Time
 	prepared bool
+	// joinRefused is the data check's verdict of its etcd's last exit (world.refuseJoin).
+	joinRefused string
 }
 
 type wPVC struct {
