@@ -127,7 +127,9 @@ func TestPodFacts(t *testing.T) {
 			etcd(p).State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 			etcd(p).LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitJoinRefused,
 				Message: datacheck.MessagePrefix + datacheck.JoinRefused + ": tls: bad certificate", Reason: "Error", FinishedAt: at}
-		}), func(f plan.Pod) bool { return f.JoinRefused == "tls: bad certificate" && f.DataLost == "" && f.VersionRefused == "" }},
+		}), func(f plan.Pod) bool {
+			return f.JoinRefused == "tls: bad certificate" && f.DataLost == "" && f.VersionRefused == ""
+		}},
 		{"join refused, just exited", pod(func(p *corev1.Pod) {
 			etcd(p).State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: datacheck.ExitJoinRefused,
 				Message: datacheck.MessagePrefix + datacheck.JoinRefused + ": tls: bad certificate"}}

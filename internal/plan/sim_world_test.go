@@ -23,7 +23,7 @@ import (
 )
 
 type world struct {
-	t          testing.TB
+	t testing.TB
 	// refuseJoin, when set, is what every peer answers a joining Steward member's etcd (an adopted
 	// source's peer rules): its etcd exits before it joins, again at each start, until cleared.
 	refuseJoin string
