@@ -66,6 +66,9 @@ type BitnamiTLS struct {
 	// PeersPlaintext keeps the peer plane plaintext (http:// peer URLs, no peer certificates),
 	// as the chart runs with auth.client.secureTransport and without auth.peer.secureTransport.
 	PeersPlaintext bool
+	// PeerAllowedCN, when set, is the one certificate name the members admit on their peer port
+	// (etcd's --peer-cert-allowed-cn), as a hardened source runs.
+	PeerAllowedCN string
 }
 
 // Where the chart mounts its client and peer certificate Secrets, and the file names it reads
@@ -353,11 +356,15 @@ func (b BitnamiEtcd) tlsEnv() []corev1.EnvVar {
 	if b.TLS.PeersPlaintext {
 		return env
 	}
-	return append(env,
+	env = append(env,
 		corev1.EnvVar{Name: "ETCD_PEER_CERT_FILE", Value: file(bitnamiPeerCertDir, bitnamiCertFile)},
 		corev1.EnvVar{Name: "ETCD_PEER_KEY_FILE", Value: file(bitnamiPeerCertDir, bitnamiKeyFile)},
 		corev1.EnvVar{Name: "ETCD_PEER_TRUSTED_CA_FILE", Value: file(bitnamiPeerCertDir, bitnamiCAFile)},
 		corev1.EnvVar{Name: "ETCD_PEER_CLIENT_CERT_AUTH", Value: "true"})
+	if b.TLS.PeerAllowedCN != "" {
+		env = append(env, corev1.EnvVar{Name: "ETCD_PEER_CERT_ALLOWED_CN", Value: b.TLS.PeerAllowedCN})
+	}
+	return env
 }
 
 // ClusterDNS is the cluster DNS server the tests resolve Service and Pod names with
