@@ -193,3 +193,27 @@ func TestBitnamiPeersPlaintext(t *testing.T) {
 		t.Errorf("env %v", env)
 	}
 }
+
+// A source that admits one certificate name on its peer port: the rule is set only when asked for.
+func TestBitnamiPeerAllowedCN(t *testing.T) {
+	b := BitnamiEtcd{Namespace: "ns", Name: "etcd", Replicas: 3, Image: "etcd"}
+	var err error
+	if b.TLS, err = NewBitnamiTLS(b, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	allowed := func() (string, bool) {
+		for _, e := range b.StatefulSet().Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "ETCD_PEER_CERT_ALLOWED_CN" {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
+	if v, ok := allowed(); ok {
+		t.Fatalf("ETCD_PEER_CERT_ALLOWED_CN=%s set without being asked for", v)
+	}
+	b.TLS.PeerAllowedCN = b.TLS.Member.Cert.Subject.CommonName
+	if v, ok := allowed(); !ok || v != "etcd" {
+		t.Fatalf("ETCD_PEER_CERT_ALLOWED_CN %q (set %t), want the member certificate's name etcd", v, ok)
+	}
+}
