@@ -132,7 +132,8 @@ func (v *view) learner(l *memberView) Action {
 		a.MemberID = l.id()
 		return a
 	}
-	if l.Pod.JoinRefused != "" {
+	refused := l.Pod.JoinRefused
+	if refused != "" && v.f.Adopting() && evidence.PeerRefusedCertificate(refused) {
 		return v.joinRefused(l)
 	}
 	if v.olderThan(l.PhaseSince, v.lim.LearnerTimeout) {
@@ -142,6 +143,8 @@ func (v *view) learner(l *memberView) Action {
 		return a
 	}
 	switch {
+	case refused != "":
+		return v.joinRefused(l)
 	case l.Pod.Unschedulable:
 		return wait(ReasonMemberUnschedulable, "learner %s cannot be scheduled", l.Name)
 	case !r.Passed():
@@ -151,24 +154,25 @@ func (v *view) learner(l *memberView) Action {
 }
 
 // joinRefused: the learner's etcd exited because no peer gave it the member list (etcd's own
-// words, read by the data check). Removing it and adding another would meet the same answer, so
-// the learner stays, counting for no quorum, and the plan waits with the peers' answer: the kubelet
-// starts it again and again, and it joins by itself once the peers admit it (or the user aborts an
-// adoption). The learner timeout does not apply while the refusal stands.
+// words, read by the data check); the wait says what the peers answered. While adopting, a source
+// that refuses the learner's certificate would refuse any other learner the same way: that learner
+// stays, counting for no quorum, past the learner timeout, and joins by itself once the source
+// admits it (the kubelet keeps starting it), unless the user aborts. Anything else (no peer
+// reached, Steward's own members refusing) gets the learner timeout's retry, which a learner on
+// another node or with new certificates may pass.
 func (v *view) joinRefused(l *memberView) Action {
 	why := l.Pod.JoinRefused
-	if !evidence.PeerRefusedCertificate(why) {
+	switch {
+	case !evidence.PeerRefusedCertificate(why):
 		return wait(ReasonLearnerRefused, "learner %s cannot join: no peer gave it the member list (%s): check that "+
-			"Steward's Pods reach the peers' peer URLs; it keeps trying", l.Name, why)
-	}
-	if v.f.Adopting() {
+			"its Pod reaches the peers' peer URLs", l.Name, why)
+	case v.f.Adopting():
 		return wait(ReasonLearnerRefused, "learner %s cannot join: the source's members refuse its peer certificate (%s). "+
 			"They admit peers by name (--peer-cert-allowed-cn or --peer-cert-allowed-hostname): admit Steward's members "+
 			"(their peer certificates name the member, e.g. CN %s) or abort the adoption (spec.bootstrap.join.abort: true). "+
 			"The learner counts for no quorum and joins by itself once admitted", l.Name, why, l.Name)
 	}
-	return wait(ReasonLearnerRefused, "learner %s cannot join: the members refuse its peer certificate (%s); it keeps trying",
-		l.Name, why)
+	return wait(ReasonLearnerRefused, "learner %s cannot join: the members refuse its peer certificate (%s)", l.Name, why)
 }
 
 // removals finish removals: out of etcd first (leader handed off before), then the Pod, then the
