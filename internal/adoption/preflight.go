@@ -42,6 +42,10 @@ type Source struct {
 	// CA is the source's CA as taken from spec.bootstrap.join.caSecretName; zero for a plaintext
 	// source.
 	CA CA
+	// SeedErr is why the first of spec.bootstrap.join.endpoints did not answer a status read, when
+	// the member list could not be read: the member list's own error hides a failed TLS handshake
+	// behind its timeout.
+	SeedErr string
 }
 
 // CA is the source's CA Steward issues its certificates from (a TLS source).
@@ -95,6 +99,11 @@ func Preflight(s Source, t Target) []stewardv1.AdoptionCheck {
 	}
 	checks := []stewardv1.AdoptionCheck{ca, auth(s), reachable(s)}
 	if !checks[2].Passed {
+		if s.AuthErr != "" {
+			// The auth status could not be read either: the source did not answer at all, and
+			// Reachable says why; an Auth failure first would hide it.
+			checks[1], checks[2] = checks[2], checks[1]
+		}
 		return checks // nothing else can be judged without the member list
 	}
 	return append(checks, noLearner(s), healthy(s), noAlarm(s), version(s, t), peerScheme(s, t),
@@ -139,8 +148,17 @@ func sourceCA(s Source) stewardv1.AdoptionCheck {
 
 func reachable(s Source) stewardv1.AdoptionCheck {
 	if !s.Etcd.MemberListKnown() {
+		why := s.Etcd.MemberListErr
+		if s.SeedErr != "" {
+			why += "; the first endpoint: " + s.SeedErr
+		}
+		if s.CA.Secret != "" && strings.Contains(s.SeedErr, "certificate signed by unknown authority") {
+			return fail(CheckReachable, "the source's server certificate does not chain to the CA in Secret %s (%s): give "+
+				"the CA the source's certificates were issued by. A source running --auto-tls has certificates etcd made "+
+				"itself, which no CA signs, and cannot be adopted", s.CA.Secret, why)
+		}
 		return fail(CheckReachable, "the source's member list could not be read through spec.bootstrap.join.endpoints (%s): "+
-			"check the URLs, that the source has quorum, and that Steward's namespace can reach them", s.Etcd.MemberListErr)
+			"check the URLs, that the source has quorum, and that Steward's namespace can reach them", why)
 	}
 	return pass(CheckReachable, "%d members", len(s.Etcd.Members))
 }

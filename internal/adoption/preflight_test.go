@@ -52,6 +52,18 @@ func TestPreflight(t *testing.T) {
 		{name: "newer patch on Steward's side", target: func(t *Target) { t.Version = "3.6.17" }},
 		{name: "unreachable", source: func(s *Source) { s.Etcd.MemberListErr = "context deadline exceeded" },
 			check: CheckReachable, msg: "could not be read through spec.bootstrap.join.endpoints"},
+		{name: "unreachable, the first endpoint says why", source: func(s *Source) {
+			s.Etcd.MemberListErr, s.SeedErr = "context deadline exceeded", "connection refused"
+		}, check: CheckReachable, msg: "(context deadline exceeded; the first endpoint: connection refused): check the URLs"},
+		// The member list only times out; the handshake's error is the endpoint's.
+		{name: "server certificate of another CA (--auto-tls)", source: func(s *Source) {
+			s.CA = CA{Secret: "source-ca", Subject: "CN=etcd-ca"}
+			s.Etcd.MemberListErr = "member list: context deadline exceeded"
+			s.SeedErr = `connection error: desc = "transport: authentication handshake failed: x509: certificate signed by unknown authority"`
+		}, check: CheckReachable, msg: "does not chain to the CA in Secret source-ca"},
+		{name: "a plaintext source's unknown authority is no CA mismatch", source: func(s *Source) {
+			s.Etcd.MemberListErr, s.SeedErr = "context deadline exceeded", "x509: certificate signed by unknown authority"
+		}, check: CheckReachable, msg: "check the URLs"},
 		{name: "a learner", source: func(s *Source) { s.Etcd.Members[2].IsLearner = true },
 			check: CheckNoLearner, msg: "is a learner: promote it or remove it"},
 		{name: "a learner not started yet has no name: its peer URL names it", source: func(s *Source) {
@@ -193,6 +205,25 @@ func TestPreflightStopsWhenUnreachable(t *testing.T) {
 	s.Etcd.MemberListErr = "refused"
 	if got := Preflight(s, target()); len(got) != 3 || got[2].Passed {
 		t.Fatalf("checks %+v", got)
+	}
+}
+
+// A source that answers nothing fails Auth too (its status cannot be read): Reachable comes first
+// then, with the reason, since the first failure is what status and the refusal message show.
+func TestPreflightUnreachableBeforeAnUnreadableAuth(t *testing.T) {
+	s := source()
+	s.Etcd.MemberListErr, s.AuthErr = "context deadline exceeded", "context deadline exceeded"
+	got := Preflight(s, target())
+	if len(got) != 3 || got[1].Name != CheckReachable || got[1].Passed || got[2].Name != CheckAuth || got[2].Passed {
+		t.Fatalf("checks %+v", got)
+	}
+	if ok, why := Passed(got); ok || !strings.HasPrefix(why, CheckReachable+": ") {
+		t.Fatalf("Passed: %t %q", ok, why)
+	}
+	// With auth on, the member list is refused but the auth status reads: Auth stays first.
+	s.AuthErr, s.AuthEnabled = "", true
+	if got := Preflight(s, target()); got[1].Name != CheckAuth || got[1].Passed {
+		t.Fatalf("auth on: checks %+v", got)
 	}
 }
 

@@ -238,3 +238,46 @@ func sourceTLSClient(t *testing.T, ca *pki.CA, url string) *clientv3.Client {
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// A CA Secret that is not the source's (a source running --auto-tls has certificates etcd made
+// itself, which no CA signs): the handshake fails on the operator's side, the member list only
+// times out, and the preflight stops at Reachable saying the certificates do not chain to the CA
+// given, with etcd's handshake error. Against a real etcd; nothing of it changes.
+func TestAdoptionOfASourceWithAnotherCA(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	ca, url := startTLSSource(t, ns)
+	app := sourceTLSClient(t, ca, url)
+	before, _ := members(t, app)
+	other, err := pki.NewCA("other", ns, time.Now().Add(-time.Hour), 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, sourceCASecret(t, ns, other)); err != nil {
+		t.Fatal(err)
+	}
+	ec := joinCluster(ns, []string{url})
+	ec.Spec.TLS = nil
+	ec.Spec.Bootstrap.Join.CASecretName = "source-ca"
+	if err := env.Client.Create(ctx, ec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "refused at Reachable: the source's certificate is not of the CA given", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+			return err
+		}
+		a := ec.Status.Adoption
+		if a == nil || a.Phase != stewardv1.AdoptionRefused {
+			return fmt.Errorf("adoption %+v", a)
+		}
+		i := slices.IndexFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed })
+		if i < 0 || a.Checks[i].Name != "Reachable" || !strings.Contains(a.Checks[i].Message, "does not chain to the CA in Secret source-ca") ||
+			!strings.Contains(a.Checks[i].Message, "x509: certificate signed by unknown authority") {
+			return fmt.Errorf("checks %+v", a.Checks)
+		}
+		return nil
+	})
+	if after, _ := members(t, app); !slices.Equal(after, before) {
+		t.Fatalf("member list %v, was %v", after, before)
+	}
+}

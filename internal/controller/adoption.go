@@ -131,6 +131,9 @@ func (r *EtcdClusterReconciler) adoptionFacts(ctx context.Context, ec *stewardv1
 	} else if src.AuthEnabled, err = o.client.AuthEnabled(ctx); err != nil {
 		src.AuthErr = err.Error()
 	}
+	if seeds := joinSeeds(ec); !o.facts.Etcd.MemberListKnown() && o.client != nil && len(seeds) > 0 {
+		src.SeedErr = errText(o.client.Status(ctx, seeds[0]).Err)
+	}
 	out.Checks = adoption.Preflight(src, adoptionTarget(ec, len(o.facts.Etcd.Members), takenServices))
 	return out, nil
 }
