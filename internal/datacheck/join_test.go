@@ -1,6 +1,8 @@
 package datacheck
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -69,5 +71,23 @@ func TestJoinWatchForgetsAnEndlessLine(t *testing.T) {
 	_, _ = w.Write([]byte(refusedLine + "\n" + gaveUpLine + "\n"))
 	if w.verdict() == "" {
 		t.Fatal("no verdict after the buffer was dropped")
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("log pipe closed") }
+
+// A log that fails does not stop the stream: the watcher still sees everything etcd writes.
+func TestLenientKeepsTheStreamGoing(t *testing.T) {
+	w := &joinWatch{}
+	out := io.MultiWriter(lenient{failingWriter{}}, w)
+	for _, l := range []string{refusedLine, gaveUpLine} {
+		if n, err := out.Write([]byte(l + "\n")); err != nil || n != len(l)+1 {
+			t.Fatalf("write: %d, %v", n, err)
+		}
+	}
+	if w.verdict() == "" {
+		t.Fatal("the watcher missed etcd's output behind a failing log")
 	}
 }

@@ -21,7 +21,10 @@ func supervise(o RunOptions, argv []string, stderr io.Writer) int {
 	want, _ := strconv.ParseUint(o.MemberID, 16, 64) // Decide has parsed it already
 	cmd := exec.Command(argv[0], argv[1:]...)
 	join := &joinWatch{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, io.MultiWriter(os.Stderr, join)
+	// etcd's stderr passes through the wrapper to be watched. A failed write to the container's
+	// log must not end the copy: etcd would then write to a pipe with no reader and die of SIGPIPE,
+	// which it would not have writing to the log directly.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, io.MultiWriter(lenient{os.Stderr}, join)
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
@@ -59,6 +62,14 @@ func mark(o RunOptions, want uint64, stderr io.Writer) bool {
 		_, _ = fmt.Fprintf(stderr, "%smarking that the WAL exists: %v\n", MessagePrefix, err)
 	}
 	return true
+}
+
+// lenient is a writer whose failures are dropped: the bytes are lost, the stream goes on.
+type lenient struct{ w io.Writer }
+
+func (l lenient) Write(p []byte) (int, error) {
+	_, _ = l.w.Write(p)
+	return len(p), nil
 }
 
 // exited is the wrapper's exit status once etcd exited: etcd's own, or ExitJoinRefused with the
