@@ -156,6 +156,14 @@ func (v *view) removeSource() Action {
 		return wait(ReasonHandingOver, "no source member is left to remove")
 	}
 	if victim.leader {
+		if v.leadershipTarget(victim, nil) == nil {
+			if t := v.sourceLeadershipTarget(victim); t != nil {
+				a := act(MoveLeader, victim.Name, ReasonMovingLeader, "moving leadership from %s to source member %s "+
+					"before removing it from etcd (no Steward member votes yet)", victim.Name, t.Name)
+				a.MemberID, a.Target, a.TargetID = victim.id(), t.Name, t.id()
+				return a
+			}
+		}
 		return v.moveLeader(victim, "removing it from etcd")
 	}
 	a, _ := v.disrupt(act(RemoveMember, victim.Name, ReasonHandingOver, "handing over: removing source member %s from etcd",
@@ -164,6 +172,33 @@ func (v *view) removeSource() Action {
 		a.MemberID = victim.id()
 	}
 	return a
+}
+
+// sourceLeadershipTarget: before any Steward member votes (a larger source's spare members leave
+// first), leadership goes to the healthy source voter that leaves last, so it moves once.
+func (v *view) sourceLeadershipTarget(victim *memberView) *memberView {
+	var best *memberView
+	for _, s := range v.sourceVoters() {
+		if s == victim || !s.healthy() {
+			continue
+		}
+		if best == nil || v.removedBefore(best, s) {
+			best = s
+		}
+	}
+	return best
+}
+
+// removedBefore: a leaves etcd before b in the hand-over's order.
+func (v *view) removedBefore(a, b *memberView) bool {
+	key := func(m *memberView) string {
+		if p := v.sourcePod(*m.live); p != "" {
+			return p
+		}
+		return m.live.Name
+	}
+	ka, kb := key(a), key(b)
+	return ka != kb && adoption.RemovalOrder([]string{ka, kb})[0] == ka
 }
 
 // sourceVictim: the source voter whose StatefulSet Pod has the highest ordinal (a StatefulSet

@@ -476,3 +476,23 @@ func TestAdoptionUnreadableSourceIsRefusedNotLost(t *testing.T) {
 		t.Errorf("status.adoption %+v", d.Adoption)
 	}
 }
+
+// A larger source led by a spare member (the first to leave): no Steward member votes yet, so
+// leadership goes to the source member that leaves last (CI saw 5 into 3 wait for good with
+// "source-etcd-4 leads and no other healthy voter can take over").
+func TestSimAdoptionSpareSourceLeads(t *testing.T) {
+	for _, leader := range []uint64{5, 4} { // etcd-4, then etcd-3 after etcd-4 left
+		w := adoptionWorld(t, 5, 3)
+		w.leader = leader
+		w.converge(nil)
+		w.assertConverged()
+		if got := w.adoptionPhase(); got != stewardv1.AdoptionDone {
+			t.Fatalf("led by %x: phase %s, want Done\n%s", leader, got, w.tail(30))
+		}
+		for _, ev := range w.disruptions(ReasonHandingOver) {
+			if ev.leader {
+				t.Errorf("led by %x: %s was removed while it led", leader, ev.member)
+			}
+		}
+	}
+}
