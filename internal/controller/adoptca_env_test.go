@@ -46,20 +46,7 @@ func TestAdoptionTakesTheSourceCA(t *testing.T) {
 	if err := env.Client.Create(ctx, ec); err != nil {
 		t.Fatal(err)
 	}
-	firstFailure := func() (stewardv1.AdoptionCheck, []stewardv1.AdoptionCheck, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
-			return stewardv1.AdoptionCheck{}, nil, err
-		}
-		a := ec.Status.Adoption
-		if a == nil || a.Phase != stewardv1.AdoptionRefused {
-			return stewardv1.AdoptionCheck{}, nil, fmt.Errorf("adoption %+v", a)
-		}
-		i := slices.IndexFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed })
-		if i < 0 {
-			return stewardv1.AdoptionCheck{}, nil, fmt.Errorf("refused with every check passed: %+v", a.Checks)
-		}
-		return a.Checks[i], a.Checks, nil
-	}
+	firstFailure := func() (stewardv1.AdoptionCheck, []stewardv1.AdoptionCheck, error) { return refusedAt(ctx, ec) }
 	eventually(t, "refused at SourceCA while the Secret is missing", func() error {
 		c, checks, err := firstFailure()
 		if err != nil {
@@ -263,21 +250,34 @@ func TestAdoptionOfASourceWithAnotherCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "refused at Reachable: the source's certificate is not of the CA given", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+		c, checks, err := refusedAt(ctx, ec)
+		if err != nil {
 			return err
 		}
-		a := ec.Status.Adoption
-		if a == nil || a.Phase != stewardv1.AdoptionRefused {
-			return fmt.Errorf("adoption %+v", a)
-		}
-		i := slices.IndexFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed })
-		if i < 0 || a.Checks[i].Name != "Reachable" || !strings.Contains(a.Checks[i].Message, "does not chain to the CA in Secret source-ca") ||
-			!strings.Contains(a.Checks[i].Message, "x509: certificate signed by unknown authority") {
-			return fmt.Errorf("checks %+v", a.Checks)
+		if c.Name != "Reachable" || !strings.Contains(c.Message, "does not chain to the CA in Secret source-ca") ||
+			!strings.Contains(c.Message, "x509: certificate signed by unknown authority") {
+			return fmt.Errorf("checks %+v", checks)
 		}
 		return nil
 	})
 	if after, _ := members(t, app); !slices.Equal(after, before) {
 		t.Fatalf("member list %v, was %v", after, before)
 	}
+}
+
+// refusedAt reads ec and returns the preflight's first failed check and every check, or why the
+// adoption is not Refused yet.
+func refusedAt(ctx context.Context, ec *stewardv1.EtcdCluster) (stewardv1.AdoptionCheck, []stewardv1.AdoptionCheck, error) {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ec), ec); err != nil {
+		return stewardv1.AdoptionCheck{}, nil, err
+	}
+	a := ec.Status.Adoption
+	if a == nil || a.Phase != stewardv1.AdoptionRefused {
+		return stewardv1.AdoptionCheck{}, nil, fmt.Errorf("adoption %+v", a)
+	}
+	i := slices.IndexFunc(a.Checks, func(c stewardv1.AdoptionCheck) bool { return !c.Passed })
+	if i < 0 {
+		return stewardv1.AdoptionCheck{}, nil, fmt.Errorf("refused with every check passed: %+v", a.Checks)
+	}
+	return a.Checks[i], a.Checks, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,9 @@ import (
 	"github.com/etcd-steward/steward/internal/evidence"
 	"github.com/etcd-steward/steward/internal/pki"
 )
+
+// port is a loopback port reserved for this test process (etcdtest.FreePort), as a string.
+func port(t *testing.T) string { return fmt.Sprint(etcdtest.FreePort(t)) }
 
 // TestRunEtcdNamesAPeerRefusal runs a joining member through the wrapper against a real etcd whose
 // peer port admits one certificate name only (--peer-cert-allowed-cn, as an adopted source may):
@@ -55,7 +57,7 @@ func TestRunEtcdNamesAPeerRefusal(t *testing.T) {
 		return []string{"--peer-client-cert-auth", "--peer-trusted-ca-file=" + caFile,
 			"--peer-cert-file=" + write(cn+".crt", m.Cert), "--peer-key-file=" + write(cn+".key", m.Key)}
 	}
-	srcPeer, srcClient := "https://localhost:"+freePort(t), "http://127.0.0.1:"+freePort(t)
+	srcPeer, srcClient := "https://localhost:"+port(t), "http://127.0.0.1:"+port(t)
 	src := exec.Command(bin, append([]string{"--name=source-0", "--data-dir=" + filepath.Join(dir, "source"),
 		"--listen-peer-urls=" + strings.Replace(srcPeer, "localhost", "127.0.0.1", 1), "--initial-advertise-peer-urls=" + srcPeer,
 		"--listen-client-urls=" + srcClient, "--advertise-client-urls=" + srcClient,
@@ -75,7 +77,7 @@ func TestRunEtcdNamesAPeerRefusal(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	learnerPeer := "https://localhost:" + freePort(t)
+	learnerPeer := "https://localhost:" + port(t)
 	for {
 		if _, err = c.MemberAddAsLearner(ctx, []string{learnerPeer}); err == nil {
 			break
@@ -88,7 +90,7 @@ func TestRunEtcdNamesAPeerRefusal(t *testing.T) {
 
 	// The learner, as Steward's Pod runs it: through the wrapper, a peer certificate of the same CA
 	// under another name, info-level logging (etcd's default and Steward's).
-	learnerClient := "http://127.0.0.1:" + freePort(t)
+	learnerClient := "http://127.0.0.1:" + port(t)
 	termLog := filepath.Join(dir, "termination-log")
 	args := append([]string{"--data-dir", filepath.Join(dir, "learner"), "--termination-log", termLog, "--",
 		bin, "--name=adopted-0", "--data-dir=" + filepath.Join(dir, "learner"),
@@ -116,14 +118,4 @@ func TestRunEtcdNamesAPeerRefusal(t *testing.T) {
 		t.Fatalf("termination message %q: not read as the source's peer %s refusing the certificate", msg, srcPeer)
 	}
 	t.Logf("termination message: %s", msg)
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }

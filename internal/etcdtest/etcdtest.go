@@ -54,8 +54,8 @@ type Cluster struct {
 	Members []*Member
 }
 
-// freePort reserves a loopback port for this test process (see package ports).
-func freePort(t testing.TB) int {
+// FreePort reserves a loopback port for this test process (see package ports).
+func FreePort(t testing.TB) int {
 	p, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
@@ -66,9 +66,9 @@ func freePort(t testing.TB) int {
 func (c *Cluster) newMember(name string) *Member {
 	return &Member{
 		Name:      name,
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(c.t)),
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(c.t)),
-		Metrics:   fmt.Sprintf("http://127.0.0.1:%d", freePort(c.t)),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(c.t)),
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", FreePort(c.t)),
+		Metrics:   fmt.Sprintf("http://127.0.0.1:%d", FreePort(c.t)),
 		dir:       filepath.Join(c.t.TempDir(), name),
 	}
 }

@@ -17,7 +17,7 @@ func StartTLS(t testing.TB, bin, dir string) string {
 	t.Helper()
 	ports := make([]int, 3)
 	for i := range ports {
-		ports[i] = freePort(t)
+		ports[i] = FreePort(t)
 	}
 	url, peer := fmt.Sprintf("https://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cmd := exec.Command(bin, "--name=m0", "--data-dir="+filepath.Join(dir, "data"),
