@@ -115,6 +115,10 @@ evictionHard: {memory.available: "0%", nodefs.available: "0%", imagefs.available
 # Faster feedback in tests: node status and Pod status updates.
 nodeStatusUpdateFrequency: 4s
 syncFrequency: 10s
+# The crash back-off doubles from 10 s up to 40 s here, not 5 minutes: scenarios that kill etcd
+# again and again wait on it, and 40 s still outlasts Steward's 30 s crash-loop window, so a
+# member held in back-off is unready as long as the window, as on a default kubelet.
+crashLoopBackOff: {maxContainerRestartPeriod: 40s}
 EOF
 }
 

@@ -141,7 +141,7 @@ func TestOldRestartsKeepData(t *testing.T) {
 	}
 	measure(t, "six etcd kills of one member, each back", time.Since(start))
 	// Frozen for 15 s: readiness fails after 3 s, liveness would restart it only after 38 s (8
-	// failures 5 s apart). A restart then would come after the kubelet's 5-minute back-off: the
+	// failures 5 s apart). A restart then would come after the kubelet's back-off (40 s on localkube): the
 	// freeze is kept well clear of it, and a restart is reported as such, not as a slow settle.
 	freezeEtcd(t, ns, victim, 15*time.Second, func() {
 		f.WaitFor(t, ns, victim+" unready while frozen", 15*time.Second, func(ctx context.Context) (bool, error) {

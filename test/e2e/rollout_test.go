@@ -124,6 +124,9 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 
 	// The roll as Prometheus sees it (issue 14): pending members while it runs, one Restart per
 	// member through the chokepoint, nothing pending at the end.
+	// The counters live in the operator's process: a scenario beside this one that killed the
+	// operator mid-roll would reset them (CI read 0 restarts once), so none may until they are read.
+	release := holdOperator(t)
 	sc := newScraper(t, ns)
 	series := map[string]string{"namespace": ns, "cluster": "web"}
 	restarts := func(ctx context.Context) (float64, error) {
@@ -168,6 +171,7 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 			map[string]string{"namespace": ns, "cluster": "web", "kind": "Restart"})-restartsBefore
 		return pending == 0 && restarted == 3, fmt.Errorf("pending %v, %v restarts counted (want 0 and 3)", pending, restarted)
 	})
+	release()
 	podsOn(t, ns, "web", 3, "running with the new flags", func(p *corev1.Pod) bool {
 		args := strings.Join(p.Spec.Containers[0].Args, " ")
 		return strings.Contains(args, "--snapshot-count=5000") && strings.Contains(args, "--log-outputs=stderr")
