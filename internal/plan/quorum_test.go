@@ -81,6 +81,12 @@ func TestPlanQuorumRecovery(t *testing.T) {
 		{name: "fencing waits for Pods to be gone, not terminating", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing),
 			func(f *Facts) { f.m("c-2").Pod = Pod{Exists: true, Deleting: true} }),
 			want: want{kind: Wait, reason: ReasonRecoveringQuorum, message: "waiting for c-2's Pod to be gone"}},
+		{name: "fencing goes on while a fenced Pod terminates (no member serves: nothing to stagger)",
+			mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing), func(f *Facts) {
+				f.m("c-1").Pod = Pod{Exists: true, Deleting: true}
+				f.m("c-2").Pod = Pod{Exists: true, Phase: "Running"}
+			}),
+			want: want{kind: DeletePod, member: "c-2", reason: ReasonFencingMember, disruption: disruption.Fence}},
 		{name: "fenced: record the next stage before acting", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryFencing)),
 			want: want{kind: RecoveryStep, member: "c-0", message: "starting c-0 with --force-new-cluster"}},
 		{name: "the survivor's Pod is restarted", mutate: all(lostQuorum, inProgress(stewardv1.RecoveryForceNewCluster)),
@@ -184,6 +190,13 @@ func TestQuorumRecoveryFromBackup(t *testing.T) {
 			want: want{kind: StartRecovery, message: "storage is Memory"}},
 		{name: "every Pod is fenced, the one that still runs too", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryFencing)),
 			want: want{kind: DeletePod, member: "c-0", reason: ReasonFencingMember, disruption: disruption.Fence}},
+		{name: "the next Pod is fenced while one terminates", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryFencing), func(f *Facts) {
+			f.m("c-0").Pod.Deleting = true
+			f.m("c-2").Pod = Pod{Exists: true, Phase: "Running"}
+		}), want: want{kind: DeletePod, member: "c-2", reason: ReasonFencingMember, message: "deleting its Pod)", disruption: disruption.Fence}},
+		{name: "then it waits for them to be gone", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryFencing), func(f *Facts) {
+			f.m("c-0").Pod.Deleting = true
+		}), want: want{kind: Wait, reason: ReasonRecoveringQuorum, message: "waiting for c-0's Pod to be gone"}},
 		{name: "fenced: drop them", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryFencing), func(f *Facts) { f.podGone("c-0") }),
 			want: want{kind: RecoveryStep, message: "dropping them to rebuild from backup nightly-1"}},
 		{name: "one at a time", mutate: all(noSurvivor, withBackup, restoring(stewardv1.RecoveryDiscarding), func(f *Facts) { f.podGone("c-0") }),

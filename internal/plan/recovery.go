@@ -92,19 +92,39 @@ func (v *view) quorumShown() bool {
 // fence: every other member's Pod is gone (not terminating) before the survivor forms a new cluster;
 // etcd panics when members of the old cluster are still alive.
 func (v *view) fence(p *stewardv1.QuorumRecoveryProgress) Action {
-	for _, m := range v.members {
-		if m.Name == p.Survivor || !m.Pod.Exists {
-			continue
-		}
-		if m.Pod.Deleting {
-			return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
-		}
-		a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (deleting its Pod; its PVC stays)", m.Name),
-			disruption.Fence)
+	if a, fencing := v.fenceAllBut(p.Survivor, "its PVC stays"); fencing {
 		return a
 	}
 	return recoveryStep(p.Survivor, stewardv1.RecoveryForceNewCluster, "quorum recovery: every other member is fenced; "+
 		"starting %s with --force-new-cluster", p.Survivor)
+}
+
+// fenceAllBut deletes the Pod of every member but keep (volume says what becomes of its data), the next one each call, without waiting
+// for one to terminate before deleting the next: quorum is lost, so no member serves and staggering
+// protects nothing, while each Pod may take its whole grace period to go. Then it waits until every
+// one is gone (the kubelet confirmed termination; never forced). false: nothing is left to fence.
+func (v *view) fenceAllBut(keep, volume string) (Action, bool) {
+	terminating := ""
+	for _, m := range v.members {
+		switch {
+		case m.Name == keep || !m.Pod.Exists:
+		case m.Pod.Deleting:
+			if terminating == "" {
+				terminating = m.Name
+			}
+		default:
+			what := "deleting its Pod"
+			if volume != "" {
+				what += "; " + volume
+			}
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (%s)", m.Name, what), disruption.Fence)
+			return a, true
+		}
+	}
+	if terminating != "" {
+		return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", terminating), true
+	}
+	return Action{}, false
 }
 
 // forceNewCluster: the survivor's Pod is recreated, once, with --force-new-cluster; when it serves
@@ -167,14 +187,7 @@ func (v *view) discard(p *stewardv1.QuorumRecoveryProgress) Action {
 func (v *view) continueRestore(p *stewardv1.QuorumRecoveryProgress) Action {
 	switch p.Stage {
 	case stewardv1.RecoveryFencing:
-		for _, m := range v.members {
-			if !m.Pod.Exists {
-				continue
-			}
-			if m.Pod.Deleting {
-				return wait(ReasonRecoveringQuorum, "quorum recovery: fencing, waiting for %s's Pod to be gone", m.Name)
-			}
-			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (deleting its Pod)", m.Name), disruption.Fence)
+		if a, fencing := v.fenceAllBut("", ""); fencing {
 			return a
 		}
 		return recoveryStep("", stewardv1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)
