@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -275,12 +276,26 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		return f
 	}
 	o.client = c
-	list, clusterID, err := c.MemberList(ctx)
-	if err != nil {
+	// The member list and each member's status and quorum read go out together: without quorum
+	// each waits out its timeout, and one after the other they held every reconcile of a quorum
+	// recovery, and the chokepoint's second read before each of its steps, for 10 to 15 s.
+	var list []etcd.Member
+	var clusterID uint64
+	listed := make(chan error, 1)
+	go func() {
+		var err error
+		list, clusterID, err = c.MemberList(ctx)
+		listed <- err
+	}()
+	names, probes := probeAll(ctx, c, o.endpoints, nil)
+	if err := <-listed; err != nil {
 		f.MemberListErr = err.Error()
 	} else {
 		o.clusterID = etcd.IDString(clusterID)
 		sourceEndpoints(ec, o, list)
+		// While adopting, the list names the source members: they are probed now.
+		more, moreProbes := probeAll(ctx, c, o.endpoints, names)
+		names, probes = append(names, more...), append(probes, moreProbes...)
 	}
 	for name, ep := range o.endpoints {
 		if o.members[name] == nil {
@@ -291,20 +306,13 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	for _, m := range list {
 		f.Members = append(f.Members, health.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
 	}
-	names := make([]string, 0, len(o.endpoints))
-	eps := make([]string, 0, len(o.endpoints))
-	for name, ep := range o.endpoints {
-		names = append(names, name)
-		eps = append(eps, ep)
-	}
-	for i, s := range c.Statuses(ctx, eps) {
+	for i, p := range probes {
+		s := p.status
 		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Err: errText(s.Err), Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
 			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, StorageVersion: s.StorageVersion, Errors: s.Errors,
 			DowngradeEnabled: s.DowngradeEnabled, DowngradeTarget: s.DowngradeTarget,
-			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex}
-		if e.Reachable && !s.IsLearner {
-			e.ReadOK = c.LinearizableRead(ctx, eps[i]) == nil
-		}
+			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex,
+			ReadOK: p.readOK}
 		f.Endpoints = append(f.Endpoints, e)
 		f.Alarms = addAlarms(f.Alarms, s.Alarms)
 	}
@@ -312,6 +320,35 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	f.Hashes = corruptionHashes(ctx, c, f, o.endpoints)
 	f.ClusterVersion = clusterVersion(ctx, ec, c, f, o.endpoints)
 	return f
+}
+
+// probe is one member's status and, for a voter that answered, whether a quorum read through it
+// succeeds.
+type probe struct {
+	status etcd.EndpointStatus
+	readOK bool
+}
+
+// probeAll probes every endpoint not in skip, concurrently, and returns the names probed with
+// their results in the same order.
+func probeAll(ctx context.Context, c *etcd.Client, endpoints map[string]string, skip []string) ([]string, []probe) {
+	var names []string
+	for name := range endpoints {
+		if !slices.Contains(skip, name) {
+			names = append(names, name)
+		}
+	}
+	out := make([]probe, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			s := c.Status(ctx, endpoints[name])
+			out[i].status = s
+			out[i].readOK = s.Err == nil && !s.IsLearner && c.LinearizableRead(ctx, endpoints[name]) == nil
+		})
+	}
+	wg.Wait()
+	return names, out
 }
 
 func errText(err error) string {

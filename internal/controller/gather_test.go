@@ -114,6 +114,35 @@ func TestEtcdFacts(t *testing.T) {
 		}
 	})
 
+	// Quorum lost: the member list and the survivor's quorum read each wait out their timeout. Read
+	// together, a gather costs one timeout; one after the other they cost two (10 s and more held
+	// every step of a quorum recovery, and the chokepoint's second read before each).
+	t.Run("quorum lost: one timeout, not the sum", func(t *testing.T) {
+		three := etcdtest.Start(t, 3)
+		o := &observed{members: map[string]*stewardv1.EtcdMember{}, endpoints: map[string]string{}}
+		for i, m := range three.Members {
+			name := fmt.Sprintf("c-%d", i)
+			o.members[name], o.endpoints[name] = member(name, stewardv1.MemberRunning), m.ClientURL
+		}
+		// Connected while healthy, as the operator is when the loss comes.
+		if f := r.etcdFacts(ctx, cluster("lost"), o); !f.MemberListKnown() {
+			t.Fatalf("healthy: %s", f.MemberListErr)
+		}
+		three.Kill(three.Members[1])
+		three.Kill(three.Members[2])
+		start := time.Now()
+		f := r.etcdFacts(ctx, cluster("lost"), o)
+		took := time.Since(start)
+		r.Etcd.Forget("lost")
+		if f.MemberListKnown() || len(f.Endpoints) != 3 || !f.Endpoints[0].Reachable || f.Endpoints[0].ReadOK {
+			t.Fatalf("facts %+v (%s)", f.Endpoints, f.MemberListErr)
+		}
+		if limit := etcd.CallTimeout + 3*time.Second; took > limit {
+			t.Errorf("the gather took %s without quorum, over %s: its reads waited one after the other", took.Round(time.Millisecond), limit)
+		}
+		t.Logf("gather without quorum: %s", took.Round(time.Millisecond))
+	})
+
 	t.Run("the only voter does not answer", func(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
