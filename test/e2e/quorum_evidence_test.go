@@ -179,20 +179,25 @@ func waitAnnotationRemoved(t *testing.T, ns, name, why string) {
 	})
 }
 
-// puts writes n keys one by one with a short deadline each, adding those acknowledged to keys.
+// puts writes n keys one by one with a short deadline each, adding those acknowledged to keys. Ten
+// failures in a row end it: the client's connection is pinned to a member that cannot commit (the
+// minority side), and the rest would only wait out their deadlines (200 s in a focused run).
 func puts(t *testing.T, c *clientv3.Client, prefix string, keys map[string]string, n int) {
 	t.Helper()
-	acked := 0
-	for i := 0; i < n; i++ {
+	acked, failed, tried := 0, 0, 0
+	for i := 0; i < n && failed < 10; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		k, v := fmt.Sprintf("%s%05d", prefix, i), fmt.Sprintf("value-%d", i)
+		tried++
 		if _, err := c.Put(ctx, k, v); err == nil {
 			keys[k] = v
-			acked++
+			acked, failed = acked+1, 0
+		} else {
+			failed++
 		}
 		cancel()
 	}
-	t.Logf("%s: %d of %d writes acknowledged", prefix, acked, n)
+	t.Logf("%s: %d of %d writes acknowledged (%d tried)", prefix, acked, n, tried)
 }
 
 func holdUntil(t time.Time) { time.Sleep(time.Until(t)) }
