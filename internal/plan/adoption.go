@@ -158,10 +158,8 @@ func (v *view) removeSource() Action {
 	if victim.leader {
 		if v.leadershipTarget(victim, nil) == nil {
 			if t := v.sourceLeadershipTarget(victim); t != nil {
-				a := act(MoveLeader, victim.Name, ReasonMovingLeader, "moving leadership from %s to source member %s "+
+				return moveLeaderAction(victim, t, "moving leadership from %s to source member %s "+
 					"before removing it from etcd (no Steward member votes yet)", victim.Name, t.Name)
-				a.MemberID, a.Target, a.TargetID = victim.id(), t.Name, t.id()
-				return a
 			}
 		}
 		return v.moveLeader(victim, "removing it from etcd")
@@ -351,10 +349,7 @@ func (v *view) sourcesGone() int {
 func (v *view) moveLeaderToSource(m *memberView) Action {
 	for _, s := range v.sourceVoters() {
 		if s.healthy() && v.caughtUp(s) {
-			a := act(MoveLeader, m.Name, ReasonMovingLeader, "moving leadership from %s to source member %s before removing it",
-				m.Name, s.live.Name)
-			a.MemberID, a.Target, a.TargetID = m.id(), s.Name, s.id()
-			return a
+			return moveLeaderAction(m, s, "moving leadership from %s to source member %s before removing it", m.Name, s.live.Name)
 		}
 	}
 	return wait(ReasonNoLeadershipTarget, "%s leads and no source member is healthy to take over", m.Name)

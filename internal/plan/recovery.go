@@ -92,18 +92,19 @@ func (v *view) quorumShown() bool {
 // fence: every other member's Pod is gone (not terminating) before the survivor forms a new cluster;
 // etcd panics when members of the old cluster are still alive.
 func (v *view) fence(p *stewardv1.QuorumRecoveryProgress) Action {
-	if a, fencing := v.fenceAllBut(p.Survivor, "its PVC stays"); fencing {
+	if a, fencing := v.fenceAllBut(p.Survivor, "(deleting its Pod; its PVC stays)"); fencing {
 		return a
 	}
 	return recoveryStep(p.Survivor, stewardv1.RecoveryForceNewCluster, "quorum recovery: every other member is fenced; "+
 		"starting %s with --force-new-cluster", p.Survivor)
 }
 
-// fenceAllBut deletes the Pod of every member but keep (volume says what becomes of its data), the next one each call, without waiting
-// for one to terminate before deleting the next: quorum is lost, so no member serves and staggering
+// fenceAllBut deletes the Pod of every member but keep, the next one each call, without waiting for
+// one to terminate before deleting the next: quorum is lost, so no member serves and staggering
 // protects nothing, while each Pod may take its whole grace period to go. Then it waits until every
-// one is gone (the kubelet confirmed termination; never forced). false: nothing is left to fence.
-func (v *view) fenceAllBut(keep, volume string) (Action, bool) {
+// one is gone (the kubelet confirmed termination; never forced). what goes in the action's message
+// after the member's name. false: nothing is left to fence.
+func (v *view) fenceAllBut(keep, what string) (Action, bool) {
 	terminating := ""
 	for _, m := range v.members {
 		switch {
@@ -113,11 +114,7 @@ func (v *view) fenceAllBut(keep, volume string) (Action, bool) {
 				terminating = m.Name
 			}
 		default:
-			what := "deleting its Pod"
-			if volume != "" {
-				what += "; " + volume
-			}
-			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s (%s)", m.Name, what), disruption.Fence)
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonFencingMember, "quorum recovery: fencing %s %s", m.Name, what), disruption.Fence)
 			return a, true
 		}
 	}
@@ -187,7 +184,7 @@ func (v *view) discard(p *stewardv1.QuorumRecoveryProgress) Action {
 func (v *view) continueRestore(p *stewardv1.QuorumRecoveryProgress) Action {
 	switch p.Stage {
 	case stewardv1.RecoveryFencing:
-		if a, fencing := v.fenceAllBut("", ""); fencing {
+		if a, fencing := v.fenceAllBut("", "(deleting its Pod)"); fencing {
 			return a
 		}
 		return recoveryStep("", stewardv1.RecoveryDiscarding, "quorum recovery: every member is fenced; dropping them to rebuild from backup %s", p.RestoreFrom)

@@ -375,7 +375,12 @@ func (v *view) moveLeaderAmong(m *memberView, why string, allow func(*memberView
 	if t == nil {
 		return wait(ReasonNoLeadershipTarget, "%s leads and no other healthy voter can take over before %s", m.Name, why)
 	}
-	a := act(MoveLeader, m.Name, ReasonMovingLeader, "moving leadership from %s to %s before %s", m.Name, t.Name, why)
+	return moveLeaderAction(m, t, "moving leadership from %s to %s before %s", m.Name, t.Name, why)
+}
+
+// moveLeaderAction is the MoveLeader action from m to t, described by format and args.
+func moveLeaderAction(m, t *memberView, format string, args ...any) Action {
+	a := act(MoveLeader, m.Name, ReasonMovingLeader, format, args...)
 	a.MemberID, a.Target, a.TargetID = m.id(), t.Name, t.id()
 	return a
 }
