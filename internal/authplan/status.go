@@ -1,0 +1,85 @@
+package authplan
+
+import "slices"
+
+// Phase is status.auth.phase: where the cluster is between auth off and auth on.
+type Phase string
+
+// Phases. Steward is Reconciled only in Off or On with nothing left to do.
+const (
+	Off       Phase = "Off"
+	Enabling  Phase = "Enabling"
+	On        Phase = "On"
+	Syncing   Phase = "Syncing"
+	Disabling Phase = "Disabling"
+	Refused   Phase = "Refused"
+	Unknown   Phase = "Unknown"
+)
+
+// PhaseOf names where the cluster stands given the facts and the step Decide returned for them.
+func PhaseOf(f Facts, s Step) Phase {
+	switch {
+	case s.Kind == Refuse:
+		return Refused
+	case !f.Declared:
+		return Off
+	case f.Etcd.Err != nil:
+		return Unknown
+	case !f.Enabled && f.Etcd.Enabled:
+		return Disabling
+	case f.Enabled && !f.Etcd.Enabled:
+		return Enabling
+	case !s.Done():
+		return Syncing
+	case f.Enabled:
+		return On
+	}
+	return Off
+}
+
+// UserState is one declared user's line in status.
+type UserState struct {
+	Name  string
+	State string // Ready, Pending, WaitingForPassword
+	// Message says what the user waits for.
+	Message string
+}
+
+// Users reports each declared user's state, in name order.
+func Users(f Facts) []UserState {
+	out := make([]UserState, 0, len(f.Users))
+	for _, u := range sortedUsers(f.Users) {
+		st := UserState{Name: u.Name, State: "Ready"}
+		have, exists := f.Etcd.Users[u.Name]
+		switch {
+		case u.PasswordMissing != "":
+			st.State, st.Message = "WaitingForPassword", u.PasswordMissing
+		case !exists:
+			st.State, st.Message = "Pending", "not created yet"
+		case u.PasswordDigest != "" && f.Passwords[u.Name] != u.PasswordDigest:
+			st.State, st.Message = "Pending", "password not applied yet"
+		case !sameSet(have, u.Roles):
+			st.State, st.Message = "Pending", "roles not granted yet"
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func sortedUsers(us []User) []User {
+	c := slices.Clone(us)
+	slices.SortFunc(c, func(a, b User) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return c
+}
+
+func sameSet(a, b []string) bool {
+	return slices.Equal(sortedCopy(a), sortedCopy(b))
+}
