@@ -56,7 +56,9 @@ func TestDecide(t *testing.T) {
 			facts(func(f *Facts) { f.Etcd = Observed{Err: errors.New("context deadline exceeded")} }),
 			Step{Kind: Wait, Reason: "reading etcd's auth state: context deadline exceeded"}},
 		{"locked out: refuse and say what root must run",
-			facts(func(f *Facts) { f.Etcd = Observed{Enabled: true, LockedOut: true, Err: errors.New("permission denied")} }),
+			facts(func(f *Facts) {
+				f.Etcd = Observed{Enabled: true, LockedOut: true, Err: errors.New("permission denied")}
+			}),
 			Step{Kind: Refuse, Reason: LockoutHelp(self)}},
 		{"fresh etcd: the full-access role first",
 			facts(func(f *Facts) { f.Etcd = Observed{} }),
@@ -190,7 +192,10 @@ func TestDecide(t *testing.T) {
 			facts(func(f *Facts) { f.Users = []User{{Name: "app", Roles: []string{"nope"}}} }),
 			Step{Kind: Refuse, User: "app", Role: "nope", Reason: `user "app" has role "nope", which spec.auth.roles does not declare`}},
 		{"root is a role a tenant user may have",
-			facts(func(f *Facts) { f.Users = []User{{Name: "admin", Roles: []string{RootRole}}}; f.ManagedUsers = []string{"admin"} }),
+			facts(func(f *Facts) {
+				f.Users = []User{{Name: "admin", Roles: []string{RootRole}}}
+				f.ManagedUsers = []string{"admin"}
+			}),
 			Step{Kind: UserAdd, User: "admin"}},
 	}
 	for _, c := range cases {
