@@ -6,6 +6,9 @@ import (
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.auth)",message="spec.auth: etcd authentication is not managed by this version of Steward yet (docs/auth.md says what is built); leave spec.auth unset"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !self.auth.enabled || !has(self.tls) || !has(self.tls.enabled) || self.tls.enabled",message="spec.auth needs spec.tls enabled: Steward keeps its own access through a client certificate etcd maps to root"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || !oldSelf.auth.enabled || has(self.auth)",message="spec.auth cannot be removed while auth is on: set spec.auth.enabled to false first"
 // +kubebuilder:validation:XValidation:rule="!(has(self.storage.medium) && self.storage.medium == 'Memory' && self.replicas == 0)",message="spec.replicas: 0 is refused with spec.storage.medium Memory: a memory-backed cluster scaled to zero loses all its data"
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || self.podDisruptionBudget.minAvailable <= self.replicas",message="spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || (has(self.bootstrap.restore) == has(oldSelf.bootstrap.restore) && (!has(self.bootstrap.restore) || self.bootstrap.restore == oldSelf.bootstrap.restore) && has(self.bootstrap.join) == has(oldSelf.bootstrap.join) && (!has(self.bootstrap.join) || (self.bootstrap.join.endpoints == oldSelf.bootstrap.join.endpoints && has(self.bootstrap.join.statefulSetName) == has(oldSelf.bootstrap.join.statefulSetName) && (!has(self.bootstrap.join.statefulSetName) || self.bootstrap.join.statefulSetName == oldSelf.bootstrap.join.statefulSetName)))))",message="spec.bootstrap is immutable: it is read only when the cluster is created (only spec.bootstrap.join.abort may change)"
@@ -71,7 +74,10 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={}
 	Maintenance *MaintenanceSpec `json:"maintenance,omitempty"`
 
-	// Authentication (auth) arrives in a later version of this API.
+	// auth is etcd authentication: users, roles and per-tenant prefixes (docs/auth.md). Not yet
+	// served: admission refuses it until Steward carries it out, rather than accept and ignore it.
+	// +optional
+	Auth *AuthSpec `json:"auth,omitempty"`
 }
 
 // UpdateStrategyType is how changed settings reach running members.
@@ -203,6 +209,10 @@ type EtcdClusterStatus struct {
 	// +optional
 	Downgrade *DowngradeStatus `json:"downgrade,omitempty"`
 
+	// auth is etcd authentication's state (spec.auth).
+	// +optional
+	Auth *AuthStatus `json:"auth,omitempty"`
+
 	// conditions: Available, Progressing, Degraded, RollingUpdate, PlacementAtRisk, with TLS TLSMaterialValid and
 	// CertificatesExpiring, BackupReady when a schedule targets the cluster, and Restored when it
 	// bootstraps from a backup.
@@ -318,6 +328,7 @@ type RolloutStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Rollout",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="RollingUpdate")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.auth) || !has(self.spec.auth.users) || self.spec.auth.users.all(u, u.name != self.metadata.name + '-client')",message="spec.auth.users[].name: <cluster>-client is Steward's own user (the shared client certificate keeps full access)"
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
