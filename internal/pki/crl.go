@@ -11,10 +11,16 @@ import (
 )
 
 // KeyCRL is the Secret key of a cluster's certificate revocation list, mounted for etcd's
-// --client-crl-file. It holds DER, not PEM: etcd (client/pkg/v3/transport/listener.go, checkCRL,
-// 3.5 to 3.7) reads the file with os.ReadFile and hands the bytes straight to
-// x509.ParseRevocationList, which takes DER only; a PEM file fails to parse, and etcd then closes
-// every client connection, the operator's included.
+// --client-crl-file. It holds DER, not PEM: etcd (checkCRL in
+// go.etcd.io/etcd/client/pkg/v3/transport/listener_tls.go, the same in 3.6.16 and 3.7.3) reads
+// the file with os.ReadFile and hands the bytes straight to x509.ParseRevocationList, which takes
+// DER only; a PEM file fails to parse, and etcd then refuses every client, the operator included.
+//
+// What else etcd does with the list, read in that source: it reads the file again for every new
+// client connection (so a swapped Secret takes effect without a restart, and a missing file
+// refuses everyone); it looks the serials of every certificate the client sent up in it, and
+// nothing else: not the list's signature, issuer or NextUpdate. A connection already open when
+// a certificate is revoked is not checked again.
 const KeyCRL = "crl.der"
 
 // DefaultCRLLifetime is how long a revocation list is declared current when the caller does not
