@@ -99,10 +99,17 @@ func (c *Client) AuthEnabled(ctx context.Context) (bool, error) {
 	return r.Enabled, nil
 }
 
+// AuthRefused says whether an error of AuthState (wrapped or not) is etcd refusing the caller
+// because auth is on and the caller's identity may not read it: no user name, a certificate whose
+// CommonName is no user, a user without the root role, an invalid token. For the operator that
+// means it is locked out: only a human with root can let it back in. It is no test for the
+// steps' errors: there ErrUserNotFound may be the user the step names.
+func AuthRefused(err error) bool { return refusedForAuth(err) }
+
 // refusedForAuth: the errors etcd gives only while authentication is on, to a caller that is not
 // allowed what it asked.
 func refusedForAuth(err error) bool {
-	return slices.ContainsFunc(authRefusals, func(e error) bool { return errors.Is(err, e) })
+	return err != nil && slices.ContainsFunc(authRefusals, func(e error) bool { return errors.Is(err, e) })
 }
 
 var authRefusals = []error{rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound, rpctypes.ErrPermissionDenied, rpctypes.ErrInvalidAuthToken}
