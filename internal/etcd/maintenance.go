@@ -43,19 +43,3 @@ func (c *Client) DisarmAlarm(ctx context.Context, memberID uint64, alarm string)
 	failpoint.Hit(ctx, failpoint.AfterAlarmDisarm)
 	return nil
 }
-
-// AuthEnabled asks whether etcd authentication is on. etcd answers AuthStatus without credentials
-// only while auth is off; with auth on it refuses the call for want of a user name, which says the
-// same.
-func (c *Client) AuthEnabled(ctx context.Context) (bool, error) {
-	ctx, cancel := withTimeout(ctx)
-	defer cancel()
-	r, err := c.cluster().AuthStatus(ctx)
-	switch {
-	case errors.Is(err, rpctypes.ErrUserEmpty):
-		return true, nil
-	case err != nil:
-		return false, err
-	}
-	return r.Enabled, nil
-}
