@@ -169,9 +169,17 @@ func syncUsers(f Facts) (Step, bool) {
 		if u.PasswordMissing != "" {
 			continue // reported per user; the others go on
 		}
-		if _, exists := f.Etcd.Users[u.Name]; !exists && !f.CRLServed {
+		_, exists := f.Etcd.Users[u.Name]
+		if !exists && !f.CRLServed {
 			if waiting == "" {
 				waiting = "user " + u.Name + " waits until every member serves the certificate revocation list"
+			}
+			continue
+		}
+		if !exists && f.OpenSinceRevoke[u.Name] {
+			if waiting == "" {
+				waiting = "user " + u.Name + " is created again only after every member restarted: a connection opened " +
+					"with its revoked certificate would speak as the new user (etcd checks the list when a connection opens)"
 			}
 			continue
 		}

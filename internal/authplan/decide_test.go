@@ -107,6 +107,14 @@ func TestDecide(t *testing.T) {
 				f.Etcd.Roles["tenant-a"] = []Permission{tenantA}
 			}),
 			Step{Kind: Wait, Reason: "user app-a waits until every member serves the certificate revocation list"}},
+		{"a name revoked while members kept connections open: waits for their restart",
+			facts(func(f *Facts) {
+				tenant(f)
+				f.Etcd.Roles["tenant-a"] = []Permission{tenantA}
+				f.OpenSinceRevoke = map[string]bool{"app-a": true}
+			}),
+			Step{Kind: Wait, Reason: "user app-a is created again only after every member restarted: a connection opened " +
+				"with its revoked certificate would speak as the new user (etcd checks the list when a connection opens)"}},
 		{"a tenant user: recorded, then created",
 			facts(func(f *Facts) { tenant(f); f.Etcd.Roles["tenant-a"] = []Permission{tenantA} }),
 			Step{Kind: Record, User: "app-a", ManagedUsers: []string{"app-a"}, Reason: "user app-a is about to be created"}},

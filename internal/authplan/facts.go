@@ -99,6 +99,11 @@ type Facts struct {
 	Passwords map[string]string
 	// Revoked: every certificate Steward issued the user is on the recorded revocation list.
 	Revoked map[string]bool
+	// OpenSinceRevoke names users whose certificates were revoked after some member's etcd
+	// started: etcd checks the revocation list only when a connection opens, so a connection
+	// opened before may still present a revoked certificate, and would speak as a new user of
+	// that name. Such a name is created again only after every member restarted.
+	OpenSinceRevoke map[string]bool
 }
 
 func (f Facts) own() []User {
