@@ -147,6 +147,8 @@ func (r *EtcdClusterReconciler) apply(ctx context.Context, ec *stewardv1.EtcdClu
 		return r.downgrade(ctx, ec, o, a)
 	case plan.StartHandOver:
 		return nil // its effect is status.adoption, written with the decision (intentOnly)
+	case plan.Authenticate:
+		return r.authenticate(ctx, ec, o, *a.Auth)
 	}
 	return fmt.Errorf("action %s has no implementation", a.Kind)
 }

@@ -5,6 +5,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"github.com/etcd-steward/steward/internal/authplan"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +148,8 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.syncVoterLabels(ctx, &ec, o); err != nil {
 		return ctrl.Result{}, err
 	}
+	o.auth = r.authFacts(ctx, &ec, o.client)
+	o.facts.Auth = authplan.Decide(o.auth)
 	d := plan.Plan(o.facts)
 	a := d.Action
 	logger := log.FromContext(ctx).WithValues("action", a.Kind, "member", a.Member, "reason", a.Reason)
@@ -209,6 +212,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // downgrade twice, or re-run a stage).
 func intentOnly(a plan.Action) bool {
 	switch a.Kind {
+	case plan.Authenticate:
+		// status.auth's records come before the step that creates what they name.
+		return a.Auth != nil && (a.Auth.Kind == authplan.Record || a.Auth.Kind == authplan.RevokeCertificates)
 	case plan.StartRecovery, plan.RecoveryStep, plan.FinishRecovery, plan.AbortRecovery, plan.Downgrade, plan.StartHandOver:
 		return true
 	}

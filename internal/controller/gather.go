@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"github.com/etcd-steward/steward/internal/authplan"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +37,8 @@ type observed struct {
 	tls *tlsObserved
 	// restore is the snapshot a cluster that never formed is seeded from (spec.bootstrap.restore).
 	restore *restoreSource
+	// auth is what etcd authentication's planner decided from (empty without spec.auth).
+	auth authplan.Facts
 }
 
 // gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.

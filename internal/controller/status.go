@@ -54,6 +54,7 @@ func (r *EtcdClusterReconciler) setStatus(ec *stewardv1.EtcdCluster, o *observed
 	}
 	meta.SetStatusCondition(&s.Conditions, versionCondition(ec, d.VersionWarning))
 	r.setRestoreStatus(ec, o)
+	setAuthStatus(ec, o.auth, o.facts.Auth)
 	if o.tls != nil {
 		wasWaiting := ec.Status.TLS != nil && ec.Status.TLS.DropOldCA != nil
 		wasOnDelete := expiringReason(ec) == ReasonRotationWaitsForPodDeletion

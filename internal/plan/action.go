@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"github.com/etcd-steward/steward/internal/authplan"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/disruption"
@@ -127,6 +128,10 @@ const (
 	// which leaves no Steward member behind to tell that the hand-over began, and a preflight run
 	// again on what it changed would refuse it. Written before any step, it is that record.
 	StartHandOver Kind = "StartHandOver"
+	// Authenticate carries out etcd authentication's next step (Action.Auth, decided by
+	// internal/authplan): a role, a user, a permission, auth on or off, or a record in status.auth
+	// before a create. It disrupts nobody and runs only once the cluster is settled and healthy.
+	Authenticate Kind = "Authenticate"
 )
 
 // Action is the one thing to do now.
@@ -170,6 +175,8 @@ type Action struct {
 	SourceReplicas int32
 	// DefragTrigger (Defragment): the threshold or the schedule.
 	DefragTrigger stewardv1.DefragmentationTrigger
+	// Auth (Authenticate) is the etcd authentication step to carry out.
+	Auth *authplan.Step
 	// Reason is a CamelCase reason for conditions; Message is for humans.
 	Reason  Reason
 	Message string

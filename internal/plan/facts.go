@@ -10,6 +10,7 @@
 package plan
 
 import (
+	"github.com/etcd-steward/steward/internal/authplan"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,9 @@ type Facts struct {
 	// DowngradeBackup is the backup status.downgrade.backup names, as read live; nil when it names
 	// none. Phase "" when it is not found.
 	DowngradeBackup *BackupFact
+	// Auth is etcd authentication's next step as internal/authplan decided it from what etcd
+	// reported; the zero Step when the cluster declares no auth (or it was not read: nothing to do).
+	Auth authplan.Step
 }
 
 // BackupFact is one EtcdBackup's outcome.

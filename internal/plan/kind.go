@@ -9,7 +9,7 @@ func Kinds() []Kind {
 	return []Kind{Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner,
 		RecordPhase, RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader,
 		RestartContainer, ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact,
-		DisarmAlarm, StartRecovery, RecoveryStep, DetachMember, DiscardMember, FinishRecovery, AbortRecovery, PrepareEviction, ExpandPVC, ScaleSource, Downgrade, StartHandOver}
+		DisarmAlarm, StartRecovery, RecoveryStep, DetachMember, DiscardMember, FinishRecovery, AbortRecovery, PrepareEviction, ExpandPVC, ScaleSource, Downgrade, StartHandOver, Authenticate}
 }
 
 // Acts: the kind changes something (Nothing and Wait do not).
@@ -21,7 +21,7 @@ func (k Kind) NeedsMember() bool {
 	//exhaustive:enforce
 	switch k {
 	case Nothing, Wait, AdoptSpec, CreateMember, Compact, DisarmAlarm, StartRecovery, RecoveryStep, FinishRecovery,
-		AbortRecovery, ScaleSource, Downgrade, StartHandOver:
+		AbortRecovery, ScaleSource, Downgrade, StartHandOver, Authenticate:
 		return false
 	case BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
@@ -45,7 +45,7 @@ func (k Kind) StartsMember() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, PromoteLearner, RecordPhase, RemoveMember, DeletePod, DeletePVC,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer, ResizePod, RecordTemplate,
 		PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, StartRecovery, RecoveryStep,
-		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, DetachMember, PrepareEviction, ScaleSource, Downgrade, StartHandOver:
+		DiscardMember, FinishRecovery, AbortRecovery, ExpandPVC, DetachMember, PrepareEviction, ScaleSource, Downgrade, StartHandOver, Authenticate:
 		return false
 	}
 	return false
@@ -64,7 +64,7 @@ func (k Kind) Disrupts() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		ResetMember, DeleteMember, FinalizeMember, MoveLeader, ResizePod, RecordTemplate, PatchPodMetadata,
 		RecordDefragmentation, Compact, DisarmAlarm, StartRecovery, RecoveryStep, DiscardMember, FinishRecovery,
-		AbortRecovery, ExpandPVC, DetachMember, ScaleSource, Downgrade, StartHandOver:
+		AbortRecovery, ExpandPVC, DetachMember, ScaleSource, Downgrade, StartHandOver, Authenticate:
 		return false
 	}
 	return false
@@ -79,7 +79,7 @@ func (k Kind) Recovery() bool {
 	case Nothing, Wait, AdoptSpec, CreateMember, BootstrapSeed, AddLearner, CreatePod, PromoteLearner, RecordPhase,
 		RemoveMember, DeletePod, DeletePVC, ResetMember, DeleteMember, FinalizeMember, MoveLeader, RestartContainer,
 		ResizePod, RecordTemplate, PatchPodMetadata, Defragment, RecordDefragmentation, Compact, DisarmAlarm, ExpandPVC,
-		DetachMember, PrepareEviction, ScaleSource, Downgrade, StartHandOver:
+		DetachMember, PrepareEviction, ScaleSource, Downgrade, StartHandOver, Authenticate:
 		return false
 	}
 	return false

@@ -81,6 +81,7 @@ func TestKindProperties(t *testing.T) {
 		ScaleSource:           {acts: true},
 		Downgrade:             {acts: true},
 		StartHandOver:         {acts: true},
+		Authenticate:          {acts: true},
 	}
 	for _, k := range Kinds() {
 		w, ok := want[k]

@@ -112,6 +112,7 @@ func (v *view) steps() []step {
 		{"housekeeping", "grow PVCs to the target size, one at a time", plain(v.housekeeping)},
 		{"defragment", "defragment one fragmented member, by threshold or schedule", plain(v.defragment)},
 		{"settle", "wait for the recovery gate; report a blocked roll or a spec not adopted yet", v.settle},
+		{"auth", "etcd authentication's next step (internal/authplan): Steward's own users, roles, users, auth on last", plain(v.auth)},
 	}
 }
 

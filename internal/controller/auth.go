@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"golang.org/x/crypto/bcrypt"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/authplan"
+	"github.com/etcd-steward/steward/internal/etcd"
+)
+
+// The common names of Steward's own client certificates, which etcd maps to users of that name.
+const (
+	OperatorCommonName = "steward-operator"
+	BackupCommonName   = "steward-backup"
+)
+
+// UserSecretName is the Secret holding a declared etcd user's client certificate.
+func UserSecretName(cluster, user string) string { return cluster + "-user-" + user }
+
+func authIdentity(ec *stewardv1.EtcdCluster) authplan.Identity {
+	return authplan.Identity{Operator: OperatorCommonName, Backup: BackupCommonName, SharedClient: ec.Name + "-client"}
+}
+
+// authFacts reads what internal/authplan decides from: spec.auth, etcd's auth state, status.auth
+// and the password Secrets. A cluster without spec.auth costs nothing: no etcd call is made.
+func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client) authplan.Facts {
+	spec := ec.Spec.Auth
+	if spec == nil {
+		return authplan.Facts{}
+	}
+	f := authplan.Facts{Declared: true, Enabled: spec.Enabled, Self: authIdentity(ec), Revoked: map[string]bool{}}
+	for _, role := range spec.Roles {
+		out := authplan.Role{Name: role.Name}
+		for _, p := range role.Permissions {
+			out.Permissions = append(out.Permissions, permissionOf(p))
+		}
+		f.Roles = append(f.Roles, out)
+	}
+	st := ec.Status.Auth
+	if st == nil {
+		st = &stewardv1.AuthStatus{}
+	}
+	f.ManagedUsers, f.ManagedRoles, f.Passwords = st.ManagedUsers, st.ManagedRoles, st.PasswordDigests
+	for _, u := range spec.Users {
+		user := authplan.User{Name: u.Name, Roles: u.Roles}
+		if u.PasswordSecretRef != nil {
+			pw, err := r.password(ctx, ec, u)
+			switch {
+			case err != nil:
+				user.PasswordMissing = err.Error()
+			case passwordMatches(st.PasswordDigests[u.Name], pw):
+				user.PasswordDigest = st.PasswordDigests[u.Name]
+			default:
+				user.PasswordDigest = "changed"
+			}
+		}
+		f.Users = append(f.Users, user)
+	}
+	for _, name := range st.ManagedUsers {
+		revoked, err := r.certificatesRevoked(ctx, ec, name)
+		if err != nil {
+			f.Etcd.Err = err
+			return f
+		}
+		f.Revoked[name] = revoked
+	}
+	if cl == nil {
+		f.Etcd.Err = errors.New("no member has an address yet")
+		return f
+	}
+	s, err := cl.AuthState(ctx)
+	if err != nil {
+		f.Etcd.Err, f.Etcd.LockedOut = err, etcd.AuthRefused(err)
+		return f
+	}
+	f.Etcd = authplan.Observed{Enabled: s.Enabled, Roles: map[string][]authplan.Permission{}, Users: s.Users}
+	for name, ps := range s.Roles {
+		for _, p := range ps {
+			f.Etcd.Roles[name] = append(f.Etcd.Roles[name], authplan.Permission{Key: p.Key, RangeEnd: p.RangeEnd, Access: authplan.Access(p.Type)})
+		}
+		if len(ps) == 0 {
+			f.Etcd.Roles[name] = nil
+		}
+	}
+	// CRLServed stays false until members run with --client-crl-file (docs/auth.md, build order):
+	// tenant users wait for it, and say so.
+	return f
+}
+
+func permissionOf(p stewardv1.AuthPermission) authplan.Permission {
+	access := map[stewardv1.AuthAccess]authplan.Access{
+		stewardv1.AccessRead: authplan.Read, stewardv1.AccessWrite: authplan.Write, stewardv1.AccessReadWrite: authplan.ReadWrite,
+	}[p.Access]
+	if p.Prefix != "" {
+		return authplan.Permission{Key: p.Prefix, RangeEnd: etcd.PrefixRangeEnd(p.Prefix), Access: access}
+	}
+	return authplan.Permission{Key: p.Key, Access: access}
+}
+
+// password reads a user's password from its Secret.
+func (r *EtcdClusterReconciler) password(ctx context.Context, ec *stewardv1.EtcdCluster, u stewardv1.AuthUser) ([]byte, error) {
+	ref := u.PasswordSecretRef
+	key := ref.Key
+	if key == "" {
+		key = "password"
+	}
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ec.Namespace, Name: ref.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("the password Secret %s is not found", ref.Name)
+		}
+		return nil, err
+	}
+	pw := s.Data[key]
+	if len(pw) == 0 {
+		return nil, fmt.Errorf("the password Secret %s has no key %q (or it is empty)", ref.Name, key)
+	}
+	return pw, nil
+}
+
+// passwordDigest is what status records of an applied password: a bcrypt hash, as etcd itself
+// stores passwords, so a reader of status cannot test guesses cheaply.
+func passwordDigest(pw []byte) (string, error) {
+	h, err := bcrypt.GenerateFromPassword(pw, bcrypt.DefaultCost)
+	return string(h), err
+}
+
+// matched remembers bcrypt comparisons already made (by the hash and the password's sha256, in
+// memory only), so a settled cluster does not pay a bcrypt per password user every reconcile.
+var matched sync.Map
+
+func passwordMatches(recorded string, pw []byte) bool {
+	if recorded == "" {
+		return false
+	}
+	key := fmt.Sprintf("%s|%x", recorded, sha256.Sum256(pw))
+	if v, ok := matched.Load(key); ok {
+		return v.(bool)
+	}
+	ok := bcrypt.CompareHashAndPassword([]byte(recorded), pw) == nil
+	matched.Store(key, ok)
+	return ok
+}
+
+// certificatesRevoked says whether every certificate Steward issued the user is on the recorded
+// revocation list: true when its Secret is gone (nothing left to revoke) or its certificate's
+// serial is recorded.
+func (r *EtcdClusterReconciler) certificatesRevoked(ctx context.Context, ec *stewardv1.EtcdCluster, user string) (bool, error) {
+	serial, err := r.userSerial(ctx, ec, user)
+	if err != nil || serial == "" {
+		return serial == "", err
+	}
+	return ec.Status.Auth != nil && slices.Contains(ec.Status.Auth.RevokedSerials, serial), nil
+}
+
+// userSerial is the serial (hex) of the certificate in a user's Secret, "" when there is none.
+func (r *EtcdClusterReconciler) userSerial(ctx context.Context, ec *stewardv1.EtcdCluster, user string) (string, error) {
+	var s corev1.Secret
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ec.Namespace, Name: UserSecretName(ec.Name, user)}, &s)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
+	if block == nil {
+		return "", nil
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", nil //nolint:nilerr // a Secret holding no certificate has nothing to revoke
+	}
+	return c.SerialNumber.Text(16), nil
+}
