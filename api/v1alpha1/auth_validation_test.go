@@ -65,7 +65,9 @@ func TestAuthValidation(t *testing.T) {
 			"<cluster>-client is Steward's own user"},
 		{"a name etcdctl could not type", func(a *stewardv1.AuthSpec, _ *stewardv1.EtcdCluster) { a.Users[0].Name = "app a" },
 			"should match"},
-		{"auth without TLS", func(_ *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) { c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)} },
+		{"auth without TLS", func(_ *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
+			c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
+		},
 			"spec.auth needs spec.tls enabled"},
 		{"auth off without TLS is fine", func(a *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
 			a.Enabled = false

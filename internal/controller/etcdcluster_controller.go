@@ -5,10 +5,11 @@ package controller
 import (
 	"context"
 	"errors"
-	"github.com/etcd-steward/steward/internal/authplan"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/authplan"
 
 	"github.com/etcd-steward/steward/internal/metrics"
 

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/authplan"
+	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/plan"
 )
 
@@ -112,4 +114,22 @@ var ErrRetry = errRetry
 // DowngradeBackup is the plan's fact of the backup status.downgrade names.
 func (r *EtcdClusterReconciler) DowngradeBackup(ctx context.Context, ec *stewardv1.EtcdCluster) (*plan.BackupFact, error) {
 	return r.downgradeBackup(ctx, ec)
+}
+
+// AuthRound is one reconcile's etcd authentication work on the given etcd client, as Reconcile
+// does it once the planner reaches the auth step: facts, the decision, the step, status.auth.
+func (r *EtcdClusterReconciler) AuthRound(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client) (authplan.Step, error) {
+	f := r.authFacts(ctx, ec, cl)
+	s := authplan.Decide(f)
+	var err error
+	if !s.Done() && s.Kind != authplan.Wait && s.Kind != authplan.Refuse {
+		err = r.authenticate(ctx, ec, &observed{client: cl}, s)
+	}
+	setAuthStatus(ec, f, s)
+	return s, err
+}
+
+// AuthApply carries out one given auth step (a step repeated, as after a crash).
+func (r *EtcdClusterReconciler) AuthApply(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client, s authplan.Step) error {
+	return r.authenticate(ctx, ec, &observed{client: cl}, s)
 }

@@ -3,11 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
-	"github.com/etcd-steward/steward/internal/authplan"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/authplan"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"

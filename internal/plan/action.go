@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+
 	"github.com/etcd-steward/steward/internal/authplan"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"

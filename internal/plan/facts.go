@@ -10,8 +10,9 @@
 package plan
 
 import (
-	"github.com/etcd-steward/steward/internal/authplan"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/authplan"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"

@@ -124,6 +124,9 @@ func (w *world) apply(f Facts, a Action) {
 	case Downgrade:
 		// The simulated etcd has no downgrade protocol; downgrade_test.go walks its stages.
 		w.violate("a downgrade in a world that never lowers its version: %s", a)
+	case Authenticate:
+		// The simulated clusters declare no auth; internal/authplan simulates its own world.
+		w.violate("an auth step in a world without spec.auth: %s", a)
 	}
 }
 
