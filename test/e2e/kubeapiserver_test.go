@@ -177,15 +177,19 @@ func startAPILoad(t *testing.T, kas *framework.KubeAPIServer, label string) *api
 		defer l.wg.Done()
 		for seq := 0; ctx.Err() == nil; seq++ {
 			name := fmt.Sprintf("%s-%06d", label, seq)
-			l.do(ctx, framework.OpPut, name, func(ctx context.Context) error {
+			created := l.do(ctx, framework.OpPut, name, func(ctx context.Context) error {
 				_, err := cs.CoreV1().ConfigMaps("e2e").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
 					Data: map[string]string{"seq": fmt.Sprint(seq)}}, metav1.CreateOptions{})
 				return err
 			})
-			l.do(ctx, framework.OpGet, name, func(ctx context.Context) error {
-				_, err := cs.CoreV1().ConfigMaps("e2e").Get(ctx, name, metav1.GetOptions{})
-				return err
-			})
+			// A failed create's read-back finds nothing, and printed alone it read as a Get that
+			// missed an object just created (the create's own failure is counted).
+			if created {
+				l.do(ctx, framework.OpGet, name, func(ctx context.Context) error {
+					_, err := cs.CoreV1().ConfigMaps("e2e").Get(ctx, name, metav1.GetOptions{})
+					return err
+				})
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(100 * time.Millisecond):
@@ -196,7 +200,7 @@ func startAPILoad(t *testing.T, kas *framework.KubeAPIServer, label string) *api
 	return l
 }
 
-func (l *apiLoad) do(ctx context.Context, kind framework.OpKind, key string, call func(context.Context) error) {
+func (l *apiLoad) do(ctx context.Context, kind framework.OpKind, key string, call func(context.Context) error) bool {
 	op := framework.Op{Kind: kind, Key: key, Start: time.Now()}
 	err := call(context.WithoutCancel(ctx)) // a request in flight when the load stops still counts
 	op.End = time.Now()
@@ -206,6 +210,7 @@ func (l *apiLoad) do(ctx context.Context, kind framework.OpKind, key string, cal
 	l.mu.Lock()
 	l.history = append(l.history, op)
 	l.mu.Unlock()
+	return err == nil
 }
 
 func (l *apiLoad) stop() framework.History {
