@@ -44,7 +44,9 @@ type Traffic struct {
 var runs atomic.Int64
 
 // runPrefix is a run's own key prefix under the configured one.
-func runPrefix(prefix string) string { return fmt.Sprintf("%sr%d-%x/", prefix, runs.Add(1), time.Now().UnixNano()) }
+func runPrefix(prefix string) string {
+	return fmt.Sprintf("%sr%d-%x/", prefix, runs.Add(1), time.Now().UnixNano())
+}
 
 // StartTraffic starts the workers; Stop ends them and returns the history.
 func StartTraffic(c *clientv3.Client, cfg TrafficConfig) *Traffic {
