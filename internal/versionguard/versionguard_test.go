@@ -36,9 +36,9 @@ func TestCheckDowngrade(t *testing.T) {
 		want     string
 	}{
 		{"3.7.3", "3.6.16", ""},
-		{"3.6.16", "3.5.35", "served stale reads in a mixed 3.5/3.6 cluster"},
+		{"3.6.16", "3.5.35", ""},
 		{"3.7.3", "3.5.35", "set spec.version to a 3.6 release first, and 3.5.35 once every member runs it"},
-		{"3.5.35", "3.4.30", "back from 3.7 only"},
+		{"3.5.35", "3.4.30", "back from 3.6 and 3.7 only"},
 		{"3.7.3", "2.3.8", "another major"},
 		{"3.7.3", "3.7.1", ""}, // a patch down is no downgrade
 		{"3.6.16", "3.7.3", ""},
