@@ -102,7 +102,9 @@ func TestPlanStepsVersionPaths(t *testing.T) {
 		{"3.7.3", "3.6.16", "2. through etcd's downgrade protocol: a backup first (when an EtcdBackupSchedule backs the cluster up), then etcd downgrade validate and enable 3.6\n" +
 			"3. wait until every member reports storage version 3.6.0; the members then roll leader last\n" +
 			"4. demo-2: restart it on the new template"},
-		{"3.6.16", "3.5.35", "2. refused: etcd 3.6.16 is not downgraded by Steward"},
+		{"3.6.16", "3.5.35", "2. through etcd's downgrade protocol: a backup first (when an EtcdBackupSchedule backs the cluster up), then etcd downgrade validate and enable 3.5\n" +
+			"3. wait until every member reports storage version 3.5.0; the members then roll leader last\n" +
+			"4. demo-2: restart it on the new template"},
 		{"3.7.3", "3.5.35", "2. refused: etcd downgrades one minor version at a time: set spec.version to a 3.6 release first"},
 		{"3.5.30", "3.6.16", "2. refused: etcd's upgrade guide asks every 3.5 member to run 3.5.32 or later before 3.6"},
 	} {
