@@ -3,8 +3,6 @@ package controller_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/etcdtest"
@@ -212,18 +209,7 @@ func TestAdoptionOfTLSClientsWithPlaintextPeers(t *testing.T) {
 
 func sourceTLSClient(t *testing.T, ca *pki.CA, url string) *clientv3.Client {
 	t.Helper()
-	leaf, err := ca.IssueClient("app", time.Now(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &tls.Config{RootCAs: pki.Pool([]*x509.Certificate{ca.Cert}), MinVersion: tls.VersionTLS12,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Cert.Raw}, PrivateKey: leaf.Key}}}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, TLS: tc, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return rawClient(t, ca, url, "app")
 }
 
 // A CA Secret that is not the source's (a source running --auto-tls has certificates etcd made

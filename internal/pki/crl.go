@@ -53,11 +53,8 @@ func (ca *CA) RevocationList(revoked []RevokedSerial, number int64, now time.Tim
 	if lifetime <= 0 {
 		lifetime = DefaultCRLLifetime
 	}
-	next := now.Add(lifetime)
-	if next.After(ca.Cert.NotAfter) {
-		next = ca.Cert.NotAfter
-	}
-	if !next.After(now) {
+	next, ok := ca.end(now, lifetime)
+	if !ok {
 		return nil, errors.New("pki: the CA has expired; a revocation list it signs would be current for no time at all")
 	}
 	entries, err := revocationEntries(revoked, now)

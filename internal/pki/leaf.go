@@ -141,13 +141,10 @@ func (ca *CA) issue(cn string, u Usage, dns []string, ips []net.IP, now time.Tim
 	if lifetime <= 0 {
 		lifetime = DefaultLeafLifetime
 	}
-	notAfter := now.Add(lifetime)
 	// A leaf never outlives its CA: past the CA's NotAfter no chain verifies, so a longer leaf
 	// would only hide the real deadline from RenewalDue.
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
-	if !notAfter.After(now) {
+	notAfter, ok := ca.end(now, lifetime)
+	if !ok {
 		return nil, errors.New("pki: the CA has expired; rotate it before issuing")
 	}
 	key, serial, err := newKeyAndSerial()
@@ -174,4 +171,14 @@ func (ca *CA) issue(cn string, u Usage, dns []string, ips []net.IP, now time.Tim
 		return nil, err
 	}
 	return &Leaf{Cert: cert, Key: key}, nil
+}
+
+// end is now+lifetime cut at the CA's own NotAfter: nothing the CA signs is current after it.
+// ok is false when that leaves no time at all (the CA has expired).
+func (ca *CA) end(now time.Time, lifetime time.Duration) (time.Time, bool) {
+	end := now.Add(lifetime)
+	if end.After(ca.Cert.NotAfter) {
+		end = ca.Cert.NotAfter
+	}
+	return end, end.After(now)
 }
