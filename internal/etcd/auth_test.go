@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-steward/steward/internal/etcdtest"
 	"github.com/etcd-steward/steward/internal/pki"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // authMember is one real etcd member serving mutual TLS, with a revocation list from the start.
@@ -54,7 +55,7 @@ func startAuthMember(t *testing.T) *authMember {
 	// etcd refuses every client while its --client-crl-file cannot be read or parsed, so a member
 	// starts with an empty list, as a member Steward runs would.
 	am.revoke(1)
-	am.url = etcdtest.StartTLS(t, bin, am.dir, "--client-crl-file="+filepath.Join(am.dir, pki.KeyCRL))
+	am.url = etcdtest.StartTLS(t, bin, am.dir, "--client-crl-file="+filepath.Join(am.dir, resources.KeyCRL))
 	return am
 }
 
@@ -80,7 +81,7 @@ func (am *authMember) revoke(number int64, certs ...*x509.Certificate) {
 	if err != nil {
 		am.t.Fatal(err)
 	}
-	am.write(pki.KeyCRL, der)
+	am.write(resources.KeyCRL, der)
 }
 
 // client connects with a fresh client certificate whose CommonName is cn (etcd's user name).
@@ -275,15 +276,15 @@ func TestAuthOnARealEtcd(t *testing.T) {
 	}
 
 	// A revocation list in PEM is one etcd cannot parse, and then it lets nobody in.
-	der, err := os.ReadFile(filepath.Join(am.dir, pki.KeyCRL))
+	der, err := os.ReadFile(filepath.Join(am.dir, resources.KeyCRL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	am.write(pki.KeyCRL, pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}))
+	am.write(resources.KeyCRL, pem.EncodeToMemory(&pem.Block{Type: "X509 CRL", Bytes: der}))
 	if err := handshake(am, freshLeaf(am, "steward-operator")); err == nil {
 		t.Error("etcd let a client in while its revocation list was PEM")
 	}
-	am.write(pki.KeyCRL, der)
+	am.write(resources.KeyCRL, der)
 	if err := handshake(am, freshLeaf(am, "steward-operator")); err != nil {
 		t.Fatalf("the DER list back: %v", err)
 	}

@@ -10,19 +10,6 @@ import (
 	"time"
 )
 
-// KeyCRL is the Secret key of a cluster's certificate revocation list, mounted for etcd's
-// --client-crl-file. It holds DER, not PEM: etcd (checkCRL in
-// go.etcd.io/etcd/client/pkg/v3/transport/listener_tls.go, the same in 3.6.16 and 3.7.3) reads
-// the file with os.ReadFile and hands the bytes straight to x509.ParseRevocationList, which takes
-// DER only; a PEM file fails to parse, and etcd then refuses every client, the operator included.
-//
-// What else etcd does with the list, read in that source: it reads the file again for every new
-// client connection (so a swapped Secret takes effect without a restart, and a missing file
-// refuses everyone); it looks the serials of every certificate the client sent up in it, and
-// nothing else: not the list's signature, issuer or NextUpdate. A connection already open when
-// a certificate is revoked is not checked again.
-const KeyCRL = "crl.der"
-
 // DefaultCRLLifetime is how long a revocation list is declared current when the caller does not
 // say. etcd does not read NextUpdate (it only looks up serials), so this matters to other readers
 // of the list (openssl crl, a proxy verifying clients with it); a list is reissued whenever a
@@ -36,7 +23,8 @@ type RevokedSerial struct {
 	RevokedAt time.Time
 }
 
-// RevocationList returns a DER-encoded X.509 v2 CRL signed by the CA that revokes the given
+// RevocationList returns a DER-encoded X.509 v2 CRL (DER, never PEM: see resources.KeyCRL for
+// what etcd does with the file) signed by the CA that revokes the given
 // serials. number is the CRL number (RFC 5280 5.2.3): it must grow with every list the CA issues
 // so a reader can tell the newer of two lists; the caller keeps it (a counter in status, or the
 // issue time in seconds). An empty revoked list gives a valid, empty CRL: what etcd should be

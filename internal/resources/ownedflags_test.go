@@ -19,8 +19,8 @@ import (
 
 // configurations are the clusters whose members get different command lines: every version
 // Steward supports, TLS off and on with each certificate source, PVC and memory storage, a new and
-// a joining member, every typed option set. A flag only one of them emits is still a flag
-// extraArgs must not override.
+// a joining member, every typed option set, with and without spec.auth. A flag only one of them
+// emits is still a flag extraArgs must not override.
 func configurations() []resources.Member {
 	sources := []*stewardv1.TLSSpec{
 		{Enabled: ptr.To(false)},
@@ -34,20 +34,22 @@ func configurations() []resources.Member {
 		for _, tls := range sources {
 			for _, medium := range []stewardv1.StorageMedium{"", stewardv1.StorageMediumMemory} {
 				for _, state := range []resources.ClusterState{resources.StateNew, resources.StateExisting} {
-					ec := &stewardv1.EtcdCluster{
-						ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "u"},
-						Spec: stewardv1.EtcdClusterSpec{TLS: tls, MemberTemplate: stewardv1.MemberTemplate{
-							Version: version, Storage: stewardv1.StorageSpec{Medium: medium},
-							Options: stewardv1.EtcdOptions{
-								QuotaBackendBytes: ptr.To(resource.MustParse("1Gi")), AutoCompactionMode: "periodic",
-								AutoCompactionRetention: "1h", SnapshotCount: ptr.To[int64](1),
-								HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
-								MaxRequestBytes: ptr.To[int32](1), LogLevel: "info",
-							},
-						}},
+					for _, auth := range []*stewardv1.AuthSpec{nil, {Enabled: true}} {
+						ec := &stewardv1.EtcdCluster{
+							ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "u"},
+							Spec: stewardv1.EtcdClusterSpec{TLS: tls, Auth: auth, MemberTemplate: stewardv1.MemberTemplate{
+								Version: version, Storage: stewardv1.StorageSpec{Medium: medium},
+								Options: stewardv1.EtcdOptions{
+									QuotaBackendBytes: ptr.To(resource.MustParse("1Gi")), AutoCompactionMode: "periodic",
+									AutoCompactionRetention: "1h", SnapshotCount: ptr.To[int64](1),
+									HeartbeatIntervalMillis: ptr.To[int32](100), ElectionTimeoutMillis: ptr.To[int32](1000),
+									MaxRequestBytes: ptr.To[int32](1), LogLevel: "info",
+								},
+							}},
+						}
+						out = append(out, resources.Member{Cluster: ec, Name: "db-0", Template: &ec.Spec.MemberTemplate,
+							Bootstrap: resources.Bootstrap{InitialCluster: "db-0=x", State: state}})
 					}
-					out = append(out, resources.Member{Cluster: ec, Name: "db-0", Template: &ec.Spec.MemberTemplate,
-						Bootstrap: resources.Bootstrap{InitialCluster: "db-0=x", State: state}})
 				}
 			}
 		}
@@ -69,7 +71,7 @@ func emittedFlags(t *testing.T) []string {
 	}
 	slices.Sort(names)
 	// The skip-SAN flag changed its name between versions; both must be seen or the matrix is wrong.
-	for _, must := range []string{"experimental-peer-skip-client-san-verification", "peer-skip-client-san-verification", "peer-cert-allowed-hostname"} {
+	for _, must := range []string{"experimental-peer-skip-client-san-verification", "peer-skip-client-san-verification", "peer-cert-allowed-hostname", "client-crl-file"} {
 		if !slices.Contains(names, must) {
 			t.Fatalf("the configurations no longer emit %s: %v", must, names)
 		}

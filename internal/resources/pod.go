@@ -130,6 +130,7 @@ func Pod(m Member, imageRepository string) *corev1.Pod {
 		c := &pod.Spec.Containers[0]
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: TLSMountPath, ReadOnly: true})
 	}
+	withCRL(pod, ec)
 	return pod
 }
 
@@ -209,6 +210,7 @@ func Args(m Member) []string {
 			args = append(args, "--peer-cert-allowed-hostname="+PeerServiceName(ec.Name)+"."+ec.Namespace+".svc")
 		}
 	}
+	args = append(args, crlArgs(ec)...)
 	args = append(args, optionArgs(&t.Options)...)
 	args = append(args, corruptionArgs(t)...)
 	for _, k := range slices.Sorted(maps.Keys(t.Options.ExtraArgs)) {
