@@ -35,12 +35,14 @@ func authIdentity(ec *stewardv1.EtcdCluster) authplan.Identity {
 
 // authFacts reads what internal/authplan decides from: spec.auth, etcd's auth state, status.auth
 // and the password Secrets. A cluster without spec.auth costs nothing: no etcd call is made.
-func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client) authplan.Facts {
+func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) authplan.Facts {
 	spec := ec.Spec.Auth
 	if spec == nil {
 		return authplan.Facts{}
 	}
-	f := authplan.Facts{Declared: true, Enabled: spec.Enabled, Self: authIdentity(ec), Revoked: map[string]bool{}}
+	cl := o.client
+	f := authplan.Facts{Declared: true, Enabled: spec.Enabled, Self: authIdentity(ec), Revoked: map[string]bool{},
+		CRLServed: crlServed(ec, o)}
 	for _, role := range spec.Roles {
 		out := authplan.Role{Name: role.Name}
 		for _, p := range role.Permissions {
@@ -94,8 +96,6 @@ func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.Etc
 			f.Etcd.Roles[name] = nil
 		}
 	}
-	// CRLServed stays false until members run with --client-crl-file (docs/auth.md, build order):
-	// tenant users wait for it, and say so.
 	return f
 }
 

@@ -146,10 +146,13 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
+	if o.crlCurrent, err = r.writeCRL(ctx, &ec, tlsObs); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.syncVoterLabels(ctx, &ec, o); err != nil {
 		return ctrl.Result{}, err
 	}
-	o.auth = r.authFacts(ctx, &ec, o.client)
+	o.auth = r.authFacts(ctx, &ec, o)
 	o.facts.Auth = authplan.Decide(o.auth)
 	d := plan.Plan(o.facts)
 	a := d.Action

@@ -9,6 +9,7 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/authplan"
 	"github.com/etcd-steward/steward/internal/etcd"
+	"github.com/etcd-steward/steward/internal/pki"
 	"github.com/etcd-steward/steward/internal/plan"
 )
 
@@ -119,7 +120,7 @@ func (r *EtcdClusterReconciler) DowngradeBackup(ctx context.Context, ec *steward
 // AuthRound is one reconcile's etcd authentication work on the given etcd client, as Reconcile
 // does it once the planner reaches the auth step: facts, the decision, the step, status.auth.
 func (r *EtcdClusterReconciler) AuthRound(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client) (authplan.Step, error) {
-	f := r.authFacts(ctx, ec, cl)
+	f := r.authFacts(ctx, ec, &observed{client: cl})
 	s := authplan.Decide(f)
 	var err error
 	if !s.Done() && s.Kind != authplan.Wait && s.Kind != authplan.Refuse {
@@ -132,4 +133,9 @@ func (r *EtcdClusterReconciler) AuthRound(ctx context.Context, ec *stewardv1.Etc
 // AuthApply carries out one given auth step (a step repeated, as after a crash).
 func (r *EtcdClusterReconciler) AuthApply(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client, s authplan.Step) error {
 	return r.authenticate(ctx, ec, &observed{client: cl}, s)
+}
+
+// WriteCRL is writeCRL with the cluster's CA as prepareTLS would have read it (nil: none yet).
+func (r *EtcdClusterReconciler) WriteCRL(ctx context.Context, ec *stewardv1.EtcdCluster, ca *pki.CA) (bool, error) {
+	return r.writeCRL(ctx, ec, &tlsObserved{ca: ca})
 }

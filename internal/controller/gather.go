@@ -40,6 +40,8 @@ type observed struct {
 	restore *restoreSource
 	// auth is what etcd authentication's planner decided from (empty without spec.auth).
 	auth authplan.Facts
+	// crlCurrent: the revocation list Secret lists every serial status.auth revoked (writeCRL).
+	crlCurrent bool
 }
 
 // gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.
@@ -84,7 +86,7 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	}
 
 	f := plan.Facts{Cluster: ec, Now: r.now(), DefragScheduleError: defragScheduleError(ec), ReservedOrdinals: reserved,
-		PodRevision: resources.PodRevision, Observer: r.observer()}
+		PodRevision: resources.PodRevision, CRL: resources.ServesCRL(ec), Observer: r.observer()}
 	for i := range members.Items {
 		m := &members.Items[i]
 		if m.Spec.ClusterName != ec.Name {
@@ -147,7 +149,7 @@ func podFacts(p *corev1.Pod) plan.Pod {
 	out := plan.Pod{Exists: true, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
 		ForceNewCluster: p.Annotations[stewardv1.AnnotationForceNewCluster] == "true",
 		Failed:          p.Status.Phase == corev1.PodFailed, Template: resources.PodTemplate(p), Resize: resizeFacts(p),
-		Revision: resources.PodRevisionOf(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom],
+		Revision: resources.PodRevisionOf(p), ServesCRL: resources.PodServesCRL(p), Generation: p.Generation, RestartedFrom: p.Annotations[stewardv1.AnnotationRestartedFrom],
 		EvictionRequested: eviction.RequestedAt(p), EvictionPrepared: eviction.Marked(p),
 		Node: p.Spec.NodeName}
 	if p.DeletionTimestamp != nil {

@@ -59,6 +59,10 @@ type Facts struct {
 	// an older one is rolled like an outdated template, so an operator upgrade that changes the Pod
 	// (security context, probes, flags) reaches every member one at a time. 0 turns the check off.
 	PodRevision int
+	// CRL: members are to run with etcd's certificate revocation list (resources.ServesCRL: spec.auth
+	// on a cluster whose CA Steward holds). A Pod that differs is rebuilt like an outdated one,
+	// one at a time; tenant users are created only once every member serves the list.
+	CRL bool
 	// Adoption is what the controller read for a cluster taking over a running one
 	// (spec.bootstrap.join); nil for other clusters. The source's members themselves are in Etcd:
 	// the live members no EtcdMember claims, each endpoint named SourceName.
@@ -188,6 +192,8 @@ type Pod struct {
 	// Template is the member template the Pod was built from (its annotation); nil when the Pod
 	// does not say (built by an older Steward), in which case the member's record stands for it.
 	Template *stewardv1.MemberTemplate
+	// ServesCRL: the Pod's etcd runs with the revocation list (resources.PodServesCRL).
+	ServesCRL bool
 	// DataLost is the data check's verdict when the etcd container refused to start on its data
 	// directory (empty, or another member's; internal/datacheck); "" otherwise.
 	DataLost string

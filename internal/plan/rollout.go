@@ -61,8 +61,13 @@ func (v *view) roll() (_ Action, _ bool, blocked string) {
 		return v.moveLeader(victim, "rolling it"), true, ""
 	}
 	onto := "the new template"
-	if v.onlyPodBehind(victim) {
+	switch {
+	case v.onlyPodBehind(victim):
 		onto = "the Pod this Steward version builds (its Pod was built by an older Steward)"
+	case v.onlyCRLBehind(victim) && v.f.CRL:
+		onto = "a Pod that checks client certificates against the revocation list (spec.auth)"
+	case v.onlyCRLBehind(victim):
+		onto = "a Pod without the revocation list (spec.auth removed)"
 	}
 	a, refused := v.disrupt(act(k, victim.Name, ReasonRollingMember, "%s %s onto %s", verb, victim.Name, onto), kind)
 	if refused {
@@ -173,7 +178,12 @@ func (v *view) recordInPlace() (Action, bool) {
 }
 
 // onlyPodBehind: the member rolls only because an older Steward built its Pod (an operator upgrade);
-// its template and trust are current.
+// its template, trust and revocation list are current.
 func (v *view) onlyPodBehind(m *memberView) bool {
-	return v.podBehind(m) && !m.TrustOutdated && !Compare(m.Template, v.target, v.f.medium()).Has(ChangeRoll)
+	return v.olderSteward(m) && !v.crlBehind(m) && !m.TrustOutdated && !Compare(m.Template, v.target, v.f.medium()).Has(ChangeRoll)
+}
+
+// onlyCRLBehind: the member rolls only to start or stop checking the revocation list.
+func (v *view) onlyCRLBehind(m *memberView) bool {
+	return v.crlBehind(m) && !v.olderSteward(m) && !m.TrustOutdated && !Compare(m.Template, v.target, v.f.medium()).Has(ChangeRoll)
 }

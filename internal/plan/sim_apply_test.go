@@ -66,7 +66,7 @@ func (w *world) apply(f Facts, a Action) {
 		}
 		m.template = w.observed()
 		w.ensurePVC(m)
-		m.pod = &wPod{template: m.template, bootstrap: true, uid: w.newUID(), revision: w.podRevision}
+		m.pod = &wPod{template: m.template, bootstrap: true, uid: w.newUID(), revision: w.podRevision, crl: w.crl}
 	case AddLearner:
 		w.addLearner(m, crash, early)
 	case CreatePod:
@@ -81,7 +81,7 @@ func (w *world) apply(f Facts, a Action) {
 		}
 		w.ensurePVC(m)
 		m.pod = &wPod{template: m.template, unschedulable: w.unschedulable[m.name], uid: w.newUID(),
-			revision: w.podRevision, ev: evidencePod{forceNew: a.ForceNewCluster}}
+			revision: w.podRevision, crl: w.crl, ev: evidencePod{forceNew: a.ForceNewCluster}}
 		w.events = append(w.events, event{step: w.step, kind: CreatePod, member: m.name, ordinal: m.ordinal, reason: a.Reason})
 	case PromoteLearner:
 		w.promote(m, a, crash)

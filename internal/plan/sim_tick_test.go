@@ -172,7 +172,7 @@ func (w *world) facts() Facts {
 
 // liveFacts is what a read past the cache gathers: the world as it is now.
 func (w *world) liveFacts() Facts {
-	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, PodRevision: w.podRevision, Observer: w.ev.observer,
+	f := Facts{Cluster: w.cluster.DeepCopy(), Now: w.now, PodRevision: w.podRevision, CRL: w.crl, Observer: w.ev.observer,
 		ReservedOrdinals: w.ev.reserved}
 	for _, m := range w.members {
 		w.observeMember(m)
@@ -214,7 +214,7 @@ func (w *world) memberFacts(m *wMember) Member {
 			RestartCount: p.restarts, Unschedulable: p.unschedulable, Phase: corev1.PodRunning,
 			Failed: p.failed, NotReadySince: p.notReadySince, LastTerminatedAt: p.lastTerminated,
 			BackOff: p.crashing && !p.running, Template: p.template.DeepCopy(), Revision: p.revision,
-			EvictionRequested: p.evictAt, EvictionPrepared: p.prepared}
+			ServesCRL: p.crl, EvictionRequested: p.evictAt, EvictionPrepared: p.prepared}
 		fm.Pod.Resize = Resize{Spec: *p.template.Resources.DeepCopy(), Applied: !p.resizing}
 		if t := w.cluster.Status.Observed; t != nil {
 			a, b := *p.template.DeepCopy(), *t.DeepCopy()

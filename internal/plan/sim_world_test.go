@@ -52,6 +52,8 @@ type world struct {
 	check func(*world)
 	// podRevision is the Steward version's Pod revision (Facts.PodRevision): new Pods get it.
 	podRevision int
+	// crl: members are to check the revocation list (Facts.CRL): new Pods run with it.
+	crl bool
 	// alarm: NOSPACE is raised (the quota is full) until disarmed.
 	alarm bool
 	// spaceQuota > 0 models the members' backend sizes against this quota (sim_space_test.go).
@@ -118,6 +120,7 @@ type wPod struct {
 	data          uint64 // memory storage: the member ID whose data the tmpfs holds
 	uid           int
 	revision      int  // the Pod revision it was built with
+	crl           bool // its etcd checks the revocation list
 	failed        bool // phase Failed (evicted): its containers never run again
 	stalled       int  // ticks its etcd stays unready without crashing (WAL replay, a disk stall)
 	unready       bool // etcd serves, but the readiness probe fails (an alarm, a slow probe)

@@ -94,10 +94,22 @@ func (v *view) setTarget(t stewardv1.MemberTemplate) {
 	}
 }
 
-// podBehind: the member's Pod was built by an older Steward, one that rendered member Pods
-// differently; only a rebuild brings it to this version's Pod (a Pod being deleted is on its way).
+// podBehind: the member's Pod is not the Pod this Steward builds for the cluster now: an older
+// Steward built it (one that rendered member Pods differently), or it runs with the revocation list
+// where the spec no longer asks for one or without it where it does. Only a rebuild brings it there
+// (a Pod being deleted is on its way).
 func (v *view) podBehind(m *memberView) bool {
+	return v.olderSteward(m) || v.crlBehind(m)
+}
+
+// olderSteward: an older Steward built the member's Pod (an operator upgrade).
+func (v *view) olderSteward(m *memberView) bool {
 	return v.f.PodRevision > 0 && m.Pod.Exists && !m.Pod.Deleting && m.Pod.Revision < v.f.PodRevision
+}
+
+// crlBehind: the Pod's etcd does (not) check the revocation list the spec asks (not) to check.
+func (v *view) crlBehind(m *memberView) bool {
+	return m.Pod.Exists && !m.Pod.Deleting && m.Pod.ServesCRL != v.f.CRL
 }
 
 func (m *memberView) inEtcd() bool  { return m.live != nil }

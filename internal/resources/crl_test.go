@@ -59,7 +59,7 @@ func TestServesCRL(t *testing.T) {
 func TestCRLFlagOrder(t *testing.T) {
 	args := Args(member(cluster(func(c *stewardv1.EtcdCluster) {
 		c.Spec.Auth = &stewardv1.AuthSpec{}
-		c.Spec.MemberTemplate.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"}
+		c.Spec.Options.ExtraArgs = map[string]string{"log-outputs": "stderr"}
 	})))
 	crl := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--client-crl-file=") })
 	trusted := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--trusted-ca-file=") })
