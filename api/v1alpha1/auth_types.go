@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // AuthSpec is etcd authentication: roles with key or prefix permissions, and users who hold them.
 // Steward keeps its own access through users it reserves (root, the operator's and the backups'
 // certificate names, and <cluster>-client with full access so clients that predate auth keep
@@ -136,6 +138,19 @@ type AuthStatus struct {
 	// the revocation list members check holds them all.
 	// +optional
 	RevokedSerials []string `json:"revokedSerials,omitempty"`
+	// certificates are the client certificates Steward issued users that have not expired: all of
+	// a user's are revoked when it is removed, not only the one its Secret holds now (a client may
+	// keep a renewed-away copy). A certificate is recorded here before one replaces it.
+	// +optional
+	Certificates []AuthCertificate `json:"certificates,omitempty"`
+}
+
+// AuthCertificate is one client certificate issued to a user.
+type AuthCertificate struct {
+	User string `json:"user"`
+	// serial number, hex.
+	Serial   string      `json:"serial"`
+	NotAfter metav1.Time `json:"notAfter"`
 }
 
 // AuthUserStatus is one user's state.

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -117,7 +115,9 @@ func (r *EtcdClusterReconciler) password(ctx context.Context, ec *stewardv1.Etcd
 		key = "password"
 	}
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ec.Namespace, Name: ref.Name}, &s); err != nil {
+	// Past the cache: it holds only Secrets labelled with a cluster, and a password Secret is the
+	// user's own.
+	if err := r.reader().Get(ctx, types.NamespacedName{Namespace: ec.Namespace, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("the password Secret %s is not found", ref.Name)
 		}
@@ -155,32 +155,28 @@ func passwordMatches(recorded string, pw []byte) bool {
 }
 
 // certificatesRevoked says whether every certificate Steward issued the user is on the recorded
-// revocation list: true when its Secret is gone (nothing left to revoke) or its certificate's
-// serial is recorded.
+// revocation list: those status.auth.certificates holds and the one its Secret holds now.
 func (r *EtcdClusterReconciler) certificatesRevoked(ctx context.Context, ec *stewardv1.EtcdCluster, user string) (bool, error) {
-	serial, err := r.userSerial(ctx, ec, user)
-	if err != nil || serial == "" {
-		return serial == "", err
+	serials, err := r.issuedSerials(ctx, ec, user)
+	if err != nil {
+		return false, err
 	}
-	return ec.Status.Auth != nil && slices.Contains(ec.Status.Auth.RevokedSerials, serial), nil
+	for _, s := range serials {
+		if ec.Status.Auth == nil || !slices.Contains(ec.Status.Auth.RevokedSerials, s) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
-// userSerial is the serial (hex) of the certificate in a user's Secret, "" when there is none.
-func (r *EtcdClusterReconciler) userSerial(ctx context.Context, ec *stewardv1.EtcdCluster, user string) (string, error) {
+// issuedSerials are the serials (hex) of every certificate the user holds or held (userSerials).
+func (r *EtcdClusterReconciler) issuedSerials(ctx context.Context, ec *stewardv1.EtcdCluster, user string) ([]string, error) {
 	var s corev1.Secret
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ec.Namespace, Name: UserSecretName(ec.Name, user)}, &s)
 	if apierrors.IsNotFound(err) {
-		return "", nil
+		return userSerials(ec.Status.Auth, user, nil), nil
 	} else if err != nil {
-		return "", err
+		return nil, err
 	}
-	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
-	if block == nil {
-		return "", nil
-	}
-	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return "", nil //nolint:nilerr // a Secret holding no certificate has nothing to revoke
-	}
-	return c.SerialNumber.Text(16), nil
+	return userSerials(ec.Status.Auth, user, &s), nil
 }

@@ -28,12 +28,14 @@ func (r *EtcdClusterReconciler) authenticate(ctx context.Context, ec *stewardv1.
 		}
 		return nil
 	case authplan.RevokeCertificates:
-		serial, err := r.userSerial(ctx, ec, s.User)
+		serials, err := r.issuedSerials(ctx, ec, s.User)
 		if err != nil {
 			return err
 		}
-		if serial != "" && !slices.Contains(st.RevokedSerials, serial) {
-			st.RevokedSerials = append(st.RevokedSerials, serial)
+		for _, serial := range serials {
+			if !slices.Contains(st.RevokedSerials, serial) {
+				st.RevokedSerials = append(st.RevokedSerials, serial)
+			}
 		}
 		return nil
 	}

@@ -159,6 +159,11 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	logger := log.FromContext(ctx).WithValues("action", a.Kind, "member", a.Member, "reason", a.Reason)
 
 	base := ec.DeepCopy()
+	// After base: what it records in status.auth (certificates issued, serials revoked) is written
+	// with this reconcile's status.
+	if err := r.userCertificates(ctx, &ec, o, tlsObs); err != nil {
+		return ctrl.Result{}, err
+	}
 	applyErr := r.apply(ctx, &ec, o, a)
 	if d.DropRecoverAnnotation != "" && applyErr == nil {
 		applyErr = r.dropRecoverAnnotation(ctx, &ec, d.DropRecoverAnnotation)

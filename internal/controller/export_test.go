@@ -139,3 +139,16 @@ func (r *EtcdClusterReconciler) AuthApply(ctx context.Context, ec *stewardv1.Etc
 func (r *EtcdClusterReconciler) WriteCRL(ctx context.Context, ec *stewardv1.EtcdCluster, ca *pki.CA) (bool, error) {
 	return r.writeCRL(ctx, ec, &tlsObserved{ca: ca})
 }
+
+// UserCertificates is userCertificates with the facts it reads: the cluster's CA and the next one
+// (rotation), the shared client Secret as read, the users etcd has, and whether the revocation list
+// Secret is current.
+func (r *EtcdClusterReconciler) UserCertificates(ctx context.Context, ec *stewardv1.EtcdCluster, ca, next *pki.CA,
+	app *corev1.Secret, etcdUsers []string, crlCurrent bool) error {
+	o := &observed{crlCurrent: crlCurrent}
+	o.auth.Etcd.Users = map[string][]string{}
+	for _, u := range etcdUsers {
+		o.auth.Etcd.Users[u] = nil
+	}
+	return r.userCertificates(ctx, ec, o, &tlsObserved{ca: ca, next: next, appSecret: app})
+}

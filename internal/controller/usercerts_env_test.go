@@ -1,0 +1,159 @@
+package controller_test
+
+import (
+	"context"
+	"crypto/x509"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/controller"
+	"github.com/etcd-steward/steward/internal/pki"
+)
+
+// appSecret is a shared client Secret as the TLS code writes it: a leaf of ca, trusting bundle.
+func appSecret(t *testing.T, ca *pki.CA, now time.Time, bundle ...*pki.CA) *corev1.Secret {
+	t.Helper()
+	leaf, err := ca.IssueClient("demo-client", now, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := pki.EncodeKeyPEM(leaf.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var certs []*x509.Certificate
+	for _, b := range bundle {
+		certs = append(certs, b.Cert)
+	}
+	return &corev1.Secret{Data: map[string][]byte{pki.KeyCert: pki.EncodeCertPEM(leaf.Cert), pki.KeyKey: key, pki.KeyCA: pki.EncodeCertPEM(certs...)}}
+}
+
+// Users' certificate Secrets: issued only for users etcd has (CN = the user, from the CA that signs
+// the shared client's, with its bundle), left alone while current, renewed with the old serial
+// kept, never replaced before the current one is recorded, following the shared client to the next
+// CA; a removed user's certificates all revoked, and its Secret deleted only once the revocation
+// list held them.
+func TestUserCertificateSecrets(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	now := time.Now()
+	ca, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &controller.EtcdClusterReconciler{Client: env.Client, Clock: func() time.Time { return now }}
+	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns, UID: types.UID("uid-demo")}}
+	ec.Spec.Auth = &stewardv1.AuthSpec{Users: []stewardv1.AuthUser{{Name: "app-a"}, {Name: "app-b"}}}
+	ec.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: &metav1.Duration{Duration: 24 * time.Hour}} // renewed after 16 h
+	app := appSecret(t, ca, now, ca)
+	round := func(next *pki.CA, app *corev1.Secret, users []string, crlCurrent bool) {
+		t.Helper()
+		if err := r.UserCertificates(ctx, ec, ca, next, app, users, crlCurrent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(user string) (*corev1.Secret, *x509.Certificate) {
+		t.Helper()
+		var s corev1.Secret
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.UserSecretName("demo", user)}, &s)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCert])
+		if err != nil {
+			t.Fatalf("%s's Secret: %v", user, err)
+		}
+		return &s, certs[0]
+	}
+	recorded := func() []string {
+		var out []string
+		for _, c := range ec.Status.Auth.Certificates {
+			out = append(out, c.User+"/"+c.Serial)
+		}
+		return out
+	}
+
+	round(nil, app, []string{"app-a"}, false)
+	s1, c1 := read("app-a")
+	if s1 == nil || c1.Subject.CommonName != "app-a" || c1.CheckSignatureFrom(ca.Cert) != nil || s1.Labels[controller.LabelAuthUser] != "app-a" {
+		t.Fatalf("app-a's Secret %v, certificate %v: want CN app-a from the cluster's CA, labelled", s1, c1)
+	}
+	if bundle, _ := pki.ParseBundle(s1.Data[pki.KeyCA]); len(bundle) != 1 || !bundle[0].Equal(ca.Cert) {
+		t.Errorf("app-a's bundle %v: want the shared client's", bundle)
+	}
+	if s, _ := read("app-b"); s != nil {
+		t.Error("app-b got a certificate before etcd has the user")
+	}
+	serial1 := c1.SerialNumber.Text(16)
+	if got := recorded(); !slices.Equal(got, []string{"app-a/" + serial1}) {
+		t.Errorf("recorded %v", got)
+	}
+	round(nil, app, []string{"app-a"}, false)
+	if s, _ := read("app-a"); s.ResourceVersion != s1.ResourceVersion {
+		t.Error("a current certificate Secret was rewritten")
+	}
+
+	// Past the renewal point, but status lost the record (a status write that failed): the
+	// current certificate is recorded first, replaced on the next round.
+	now = now.Add(20 * time.Hour)
+	ec.Status.Auth.Certificates = nil
+	round(nil, app, []string{"app-a"}, false)
+	if s, _ := read("app-a"); s.ResourceVersion != s1.ResourceVersion {
+		t.Error("a certificate not yet recorded was replaced")
+	}
+	round(nil, app, []string{"app-a"}, false)
+	_, c2 := read("app-a")
+	serial2 := c2.SerialNumber.Text(16)
+	if serial2 == serial1 || !slices.Equal(recorded(), []string{"app-a/" + serial1, "app-a/" + serial2}) {
+		t.Errorf("after renewal: serials %s -> %s, recorded %v; want a new one, both recorded", serial1, serial2, recorded())
+	}
+
+	// A CA rotation: the shared client moved to the next CA; users follow it.
+	next, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round(next, appSecret(t, next, now, ca, next), []string{"app-a"}, false)
+	s3, c3 := read("app-a")
+	if c3.CheckSignatureFrom(next.Cert) != nil {
+		t.Error("app-a's certificate did not follow the shared client to the next CA")
+	}
+	if bundle, _ := pki.ParseBundle(s3.Data[pki.KeyCA]); len(bundle) != 2 {
+		t.Errorf("app-a's bundle holds %d CAs, want both", len(bundle))
+	}
+
+	// app-a removed: every certificate revoked, the Secret kept until the list holds them.
+	ec.Spec.Auth.Users = ec.Spec.Auth.Users[1:]
+	round(next, app, []string{"app-a"}, true)
+	want := []string{serial1, serial2, c3.SerialNumber.Text(16)}
+	slices.Sort(want)
+	got := slices.Clone(ec.Status.Auth.RevokedSerials)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("revoked %v, want every certificate app-a had %v", got, want)
+	}
+	if s, _ := read("app-a"); s == nil {
+		t.Fatal("app-a's Secret deleted before the revocation list held its serials")
+	}
+	round(next, app, []string{"app-a"}, false)
+	if s, _ := read("app-a"); s == nil {
+		t.Fatal("app-a's Secret deleted while the revocation list is behind")
+	}
+	round(next, app, []string{"app-a"}, true)
+	if s, _ := read("app-a"); s != nil {
+		t.Error("app-a's Secret outlived its revocation")
+	}
+	if len(ec.Status.Auth.Certificates) != 0 || len(ec.Status.Auth.RevokedSerials) != 3 {
+		t.Errorf("status after retiring app-a: certificates %v, revoked %v", ec.Status.Auth.Certificates, ec.Status.Auth.RevokedSerials)
+	}
+}
