@@ -138,6 +138,12 @@ type AuthStatus struct {
 	// the revocation list members check holds them all.
 	// +optional
 	RevokedSerials []string `json:"revokedSerials,omitempty"`
+	// revokedUsers are users whose certificates were revoked. Such a name is created in etcd again
+	// only once every member's Pod was created after the revocation list that holds them: etcd
+	// checks the list only when a connection opens, so a connection opened before would speak as
+	// the new user.
+	// +optional
+	RevokedUsers []string `json:"revokedUsers,omitempty"`
 	// certificates are the client certificates Steward issued users that have not expired: all of
 	// a user's are revoked when it is removed, not only the one its Secret holds now (a client may
 	// keep a renewed-away copy). A certificate is recorded here before one replaces it.

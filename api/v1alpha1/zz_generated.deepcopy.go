@@ -174,6 +174,11 @@ func (in *AuthStatus) DeepCopyInto(out *AuthStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.RevokedUsers != nil {
+		in, out := &in.RevokedUsers, &out.RevokedUsers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Certificates != nil {
 		in, out := &in.Certificates, &out.Certificates
 		*out = make([]AuthCertificate, len(*in))

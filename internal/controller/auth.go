@@ -53,6 +53,12 @@ func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.Etc
 		st = &stewardv1.AuthStatus{}
 	}
 	f.ManagedUsers, f.ManagedRoles, f.Passwords = st.ManagedUsers, st.ManagedRoles, st.PasswordDigests
+	if len(st.RevokedUsers) > 0 && openSinceRevoke(o) {
+		f.OpenSinceRevoke = map[string]bool{}
+		for _, name := range st.RevokedUsers {
+			f.OpenSinceRevoke[name] = true
+		}
+	}
 	for _, u := range spec.Users {
 		user := authplan.User{Name: u.Name, Roles: u.Roles}
 		if u.PasswordSecretRef != nil {

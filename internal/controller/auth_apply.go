@@ -32,11 +32,7 @@ func (r *EtcdClusterReconciler) authenticate(ctx context.Context, ec *stewardv1.
 		if err != nil {
 			return err
 		}
-		for _, serial := range serials {
-			if !slices.Contains(st.RevokedSerials, serial) {
-				st.RevokedSerials = append(st.RevokedSerials, serial)
-			}
-		}
+		revoke(st, s.User, serials)
 		return nil
 	}
 	cl := o.client

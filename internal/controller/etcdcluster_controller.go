@@ -146,7 +146,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	if o.crlCurrent, err = r.writeCRL(ctx, &ec, tlsObs); err != nil {
+	if o.crl, err = r.writeCRL(ctx, &ec, tlsObs); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.syncVoterLabels(ctx, &ec, o); err != nil {

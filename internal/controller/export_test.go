@@ -137,7 +137,8 @@ func (r *EtcdClusterReconciler) AuthApply(ctx context.Context, ec *stewardv1.Etc
 
 // WriteCRL is writeCRL with the cluster's CA as prepareTLS would have read it (nil: none yet).
 func (r *EtcdClusterReconciler) WriteCRL(ctx context.Context, ec *stewardv1.EtcdCluster, ca *pki.CA) (bool, error) {
-	return r.writeCRL(ctx, ec, &tlsObserved{ca: ca})
+	s, err := r.writeCRL(ctx, ec, &tlsObserved{ca: ca})
+	return s.current, err
 }
 
 // UserCertificates is userCertificates with the facts it reads: the cluster's CA and the next one
@@ -145,7 +146,7 @@ func (r *EtcdClusterReconciler) WriteCRL(ctx context.Context, ec *stewardv1.Etcd
 // Secret is current.
 func (r *EtcdClusterReconciler) UserCertificates(ctx context.Context, ec *stewardv1.EtcdCluster, ca, next *pki.CA,
 	app *corev1.Secret, etcdUsers []string, crlCurrent bool) error {
-	o := &observed{crlCurrent: crlCurrent}
+	o := &observed{crl: crlState{current: crlCurrent}}
 	o.auth.Etcd.Users = map[string][]string{}
 	for _, u := range etcdUsers {
 		o.auth.Etcd.Users[u] = nil

@@ -40,8 +40,8 @@ type observed struct {
 	restore *restoreSource
 	// auth is what etcd authentication's planner decided from (empty without spec.auth).
 	auth authplan.Facts
-	// crlCurrent: the revocation list Secret lists every serial status.auth revoked (writeCRL).
-	crlCurrent bool
+	// crl is the revocation list Secret as writeCRL left it.
+	crl crlState
 }
 
 // gather reads the cluster's members, Pods and PVCs from the cache and etcd's state live.

@@ -47,6 +47,14 @@ func (r *EtcdClusterReconciler) userCertificates(ctx context.Context, ec *stewar
 	now := r.now()
 	st.Certificates = slices.DeleteFunc(st.Certificates, func(c stewardv1.AuthCertificate) bool { return !c.NotAfter.After(now) })
 
+	if o.auth.Etcd.Err == nil {
+		// A revoked name declared again that etcd has again was created once the members were
+		// fresh (or never left): nothing to hold. One no longer declared stays until it is gone.
+		st.RevokedUsers = slices.DeleteFunc(st.RevokedUsers, func(name string) bool {
+			_, exists := o.auth.Etcd.Users[name]
+			return exists && slices.ContainsFunc(ec.Spec.Auth.Users, func(u stewardv1.AuthUser) bool { return u.Name == name })
+		})
+	}
 	secrets, err := r.userSecrets(ctx, ec)
 	if err != nil {
 		return err
@@ -105,14 +113,12 @@ func (r *EtcdClusterReconciler) userCertificates(ctx context.Context, ec *stewar
 			continue
 		}
 		serials := userSerials(st, name, secrets[name])
+		revoke(st, name, serials)
 		all := true
 		for _, serial := range serials {
-			if !slices.Contains(st.RevokedSerials, serial) {
-				st.RevokedSerials = append(st.RevokedSerials, serial)
-			}
 			all = all && revokedBefore[serial]
 		}
-		if !all || !o.crlCurrent {
+		if !all || !o.crl.current {
 			continue // the revocation list takes the serials first
 		}
 		if s := secrets[name]; s != nil {
@@ -194,4 +200,17 @@ func userSerials(st *stewardv1.AuthStatus, user string, s *corev1.Secret) []stri
 func sameBundle(data []byte, bundle []*x509.Certificate) bool {
 	have, err := pki.ParseBundle(data)
 	return err == nil && slices.Equal(pki.Fingerprints(have), pki.Fingerprints(bundle))
+}
+
+// revoke records serials as revoked and, when there are any, the user among those whose name
+// comes back only after every member restarted.
+func revoke(st *stewardv1.AuthStatus, user string, serials []string) {
+	for _, serial := range serials {
+		if !slices.Contains(st.RevokedSerials, serial) {
+			st.RevokedSerials = append(st.RevokedSerials, serial)
+		}
+	}
+	if len(serials) > 0 && !slices.Contains(st.RevokedUsers, user) {
+		st.RevokedUsers = append(st.RevokedUsers, user)
+	}
 }

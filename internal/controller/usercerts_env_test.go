@@ -153,7 +153,19 @@ func TestUserCertificateSecrets(t *testing.T) {
 	if s, _ := read("app-a"); s != nil {
 		t.Error("app-a's Secret outlived its revocation")
 	}
-	if len(ec.Status.Auth.Certificates) != 0 || len(ec.Status.Auth.RevokedSerials) != 3 {
-		t.Errorf("status after retiring app-a: certificates %v, revoked %v", ec.Status.Auth.Certificates, ec.Status.Auth.RevokedSerials)
+	if len(ec.Status.Auth.Certificates) != 0 || len(ec.Status.Auth.RevokedSerials) != 3 || !slices.Equal(ec.Status.Auth.RevokedUsers, []string{"app-a"}) {
+		t.Errorf("status after retiring app-a: certificates %v, revoked %v, revoked users %v",
+			ec.Status.Auth.Certificates, ec.Status.Auth.RevokedSerials, ec.Status.Auth.RevokedUsers)
+	}
+	// Still in etcd (not deleted yet), or declared again but not created: the name stays held.
+	round(next, app, []string{"app-a"}, true)
+	ec.Spec.Auth.Users = append(ec.Spec.Auth.Users, stewardv1.AuthUser{Name: "app-a"})
+	round(next, app, nil, true)
+	if !slices.Equal(ec.Status.Auth.RevokedUsers, []string{"app-a"}) {
+		t.Errorf("revoked users %v: app-a released before etcd had it again", ec.Status.Auth.RevokedUsers)
+	}
+	round(next, app, []string{"app-a"}, true)
+	if len(ec.Status.Auth.RevokedUsers) != 0 {
+		t.Errorf("revoked users %v: app-a, created again, still held", ec.Status.Auth.RevokedUsers)
 	}
 }
