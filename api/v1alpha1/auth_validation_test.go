@@ -15,7 +15,7 @@ const authGate = "spec.auth: etcd authentication is not managed by this version 
 // meets none of them (only the gate, while the controller does not carry auth out yet).
 var authRuleMessages = []string{
 	"every role must be declared", "Steward's own roles", "exactly one of key or prefix", "Steward's own users",
-	"Steward's own user (the shared", "needs spec.tls enabled", "need certificates Steward issues", "Unsupported value", "should match",
+	"Steward's own user (the shared", "needs spec.tls enabled", "needs certificates Steward issues", "Unsupported value", "should match",
 	"must have at most", "must have at least",
 }
 
@@ -69,15 +69,15 @@ func TestAuthValidation(t *testing.T) {
 			c.Spec.TLS = &stewardv1.TLSSpec{Enabled: ptr.To(false)}
 		},
 			"spec.auth needs spec.tls enabled"},
-		{"users with the user's own certificates", func(_ *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
+		{"the user's own certificates", func(_ *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
 			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "p"},
 				Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "c"}}
-		}, "spec.auth.users need certificates Steward issues (spec.tls source Operator)"},
-		{"roles only with the user's own certificates", func(a *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
+		}, "spec.auth needs certificates Steward issues (spec.tls source Operator)"},
+		{"cert-manager's certificates, roles only", func(a *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
 			a.Users = nil
-			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "p"},
-				Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceSecret, SecretName: "c"}}
-		}, ""},
+			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: &stewardv1.IssuerRef{Name: "i"}},
+				Client: stewardv1.TLSPlane{Source: stewardv1.TLSSourceCertManager, IssuerRef: &stewardv1.IssuerRef{Name: "i"}}}
+		}, "spec.auth needs certificates Steward issues (spec.tls source Operator)"},
 		{"users with the Operator source named", func(_ *stewardv1.AuthSpec, c *stewardv1.EtcdCluster) {
 			c.Spec.TLS = &stewardv1.TLSSpec{Peer: stewardv1.TLSPlane{Source: stewardv1.TLSSourceOperator}}
 		}, ""},

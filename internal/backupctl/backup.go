@@ -136,7 +136,11 @@ func (r *BackupReconciler) start(ctx context.Context, b *stewardv1.EtcdBackup) (
 	key := backupjob.SnapshotKey(b.Spec.Destination, b.Namespace, ec.Name, b.Name, b.Spec.Compression)
 	var tls *backupjob.EtcdTLS
 	if ec.TLSEnabled() {
-		tls = &backupjob.EtcdTLS{SecretName: ClientSecretName(&ec)}
+		secret, err := JobClientSecret(ctx, r.Client, &ec)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		tls = &backupjob.EtcdTLS{SecretName: secret}
 	}
 	job := backupjob.SaveJob(r.jobBase(b, image, key), resources.ClientURL(&ec, member), tls, b.Spec.Compression)
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -90,7 +90,11 @@ func (r *ScheduleReconciler) startDrill(ctx context.Context, s *stewardv1.EtcdBa
 		Key: backupjob.ClusterKey(dest, s.Namespace, ec.Name), Owner: metav1.NewControllerRef(s, stewardv1.GroupVersion.WithKind("EtcdBackupSchedule"))}
 	var tls *backupjob.EtcdTLS
 	if ec.TLSEnabled() {
-		tls = &backupjob.EtcdTLS{SecretName: ClientSecretName(ec)}
+		secret, err := JobClientSecret(ctx, r.Client, ec)
+		if err != nil {
+			return err
+		}
+		tls = &backupjob.EtcdTLS{SecretName: secret}
 	}
 	endpoint := fmt.Sprintf("%s://%s.%s.svc:%d", resources.Scheme(ec), resources.ClientServiceName(ec.Name), ec.Namespace, resources.ClientPort)
 	err = r.Client.Create(ctx, backupjob.ChainDrillJob(j, resources.Image(&t, r.EtcdImageRepository), endpoint, tls, drillBump))

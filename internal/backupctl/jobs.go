@@ -32,8 +32,26 @@ func Source(ec *stewardv1.EtcdCluster) (string, bool) {
 	return "", false
 }
 
-// ClientSecretName is the Secret whose client certificate the Job presents: Steward's
-// application client Secret, or the user's client-plane Secret with source Secret.
+// JobClientSecret is the Secret whose client certificate a backup Job, drill or streamer presents:
+// with etcd auth declared, the backups' own (CN steward-backup, root: etcd lets only root take a
+// snapshot) once the operator has written it; before that, and without auth, ClientSecretName's.
+// Before auth goes on the shared client's certificate may still do everything; the backups' is
+// written as soon as spec.auth is declared, before the operator enables it.
+func JobClientSecret(ctx context.Context, c client.Reader, ec *stewardv1.EtcdCluster) (string, error) {
+	if resources.ServesCRL(ec) {
+		name := resources.BackupTLSSecretName(ec.Name)
+		err := c.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: name}, &corev1.Secret{})
+		if err == nil {
+			return name, nil
+		} else if !apierrors.IsNotFound(err) {
+			return "", err
+		}
+	}
+	return ClientSecretName(ec), nil
+}
+
+// ClientSecretName is the Secret whose client certificate a Job presents without etcd auth:
+// Steward's application client Secret, or the user's client-plane Secret with source Secret.
 func ClientSecretName(ec *stewardv1.EtcdCluster) string {
 	if t := ec.Spec.TLS; t != nil && t.Client.Source == stewardv1.TLSSourceSecret && t.Client.SecretName != "" {
 		return t.Client.SecretName

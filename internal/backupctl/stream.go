@@ -90,7 +90,11 @@ func (r *ScheduleReconciler) reconcileStream(ctx context.Context, s *stewardv1.E
 		Endpoint:       fmt.Sprintf("%s://%s.%s.svc:%d", resources.Scheme(ec), resources.ClientServiceName(ec.Name), ec.Namespace, resources.ClientPort),
 		SegmentSeconds: s.Spec.Continuous.SegmentSeconds, SegmentMaxMiB: s.Spec.Continuous.SegmentMaxMiB}
 	if ec.TLSEnabled() {
-		st.TLS = &backupjob.EtcdTLS{SecretName: ClientSecretName(ec)}
+		secret, err := JobClientSecret(ctx, r.Client, ec)
+		if err != nil {
+			return false, err
+		}
+		st.TLS = &backupjob.EtcdTLS{SecretName: secret}
 	}
 	desired := backupjob.StreamDeployment(st)
 	if err := controllerutil.SetControllerReference(s, desired, r.Client.Scheme()); err != nil {

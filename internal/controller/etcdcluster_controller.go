@@ -164,6 +164,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.userCertificates(ctx, &ec, o, tlsObs); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.backupCertificate(ctx, &ec, tlsObs); err != nil {
+		return ctrl.Result{}, err
+	}
 	applyErr := r.apply(ctx, &ec, o, a)
 	if d.DropRecoverAnnotation != "" && applyErr == nil {
 		applyErr = r.dropRecoverAnnotation(ctx, &ec, d.DropRecoverAnnotation)

@@ -153,3 +153,8 @@ func (r *EtcdClusterReconciler) UserCertificates(ctx context.Context, ec *stewar
 	}
 	return r.userCertificates(ctx, ec, o, &tlsObserved{ca: ca, next: next, appSecret: app})
 }
+
+// BackupCertificate is backupCertificate with the CA, the next CA and the shared client Secret.
+func (r *EtcdClusterReconciler) BackupCertificate(ctx context.Context, ec *stewardv1.EtcdCluster, ca, next *pki.CA, app *corev1.Secret) error {
+	return r.backupCertificate(ctx, ec, &tlsObserved{ca: ca, next: next, appSecret: app})
+}

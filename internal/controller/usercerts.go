@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,21 +68,17 @@ func (r *EtcdClusterReconciler) userCertificates(ctx context.Context, ec *stewar
 		if _, inEtcd := o.auth.Etcd.Users[u.Name]; !inEtcd || o.auth.Etcd.Err != nil {
 			continue
 		}
-		s := secrets[u.Name]
-		var leaf *pki.Leaf
-		if s != nil {
-			if leaf = parseLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey]); leaf != nil {
-				recordCertificate(st, u.Name, leaf)
-			}
+		leaf, reissue, rebundle := clientLeafState(secrets[u.Name], issuer, bundle, now, fraction)
+		if leaf != nil {
+			recordCertificate(st, u.Name, leaf)
 		}
 		if issuer == nil {
 			continue // no shared client certificate to follow yet
 		}
-		reissue := leaf == nil || pki.RenewalDue(leaf.Cert, now, fraction) || leaf.Cert.CheckSignatureFrom(issuer.Cert) != nil
 		if reissue && leaf != nil && !recorded[leaf.Cert.SerialNumber.Text(16)] {
 			continue // the current certificate is recorded first (this reconcile's status); replaced next time
 		}
-		if !reissue && sameBundle(s.Data[pki.KeyCA], bundle) {
+		if !reissue && !rebundle {
 			continue
 		}
 		if reissue {
@@ -194,6 +191,21 @@ func userSerials(st *stewardv1.AuthStatus, user string, s *corev1.Secret) []stri
 	}
 	slices.Sort(out)
 	return out
+}
+
+// clientLeafState reads a client certificate Secret Steward keeps: its certificate (nil when missing
+// or broken), whether it needs a new one (none, renewal due, or not from issuer: a CA rotation
+// moved on) and whether only its trust bundle is behind.
+func clientLeafState(s *corev1.Secret, issuer *pki.CA, bundle []*x509.Certificate, now time.Time, fraction float64) (*pki.Leaf, bool, bool) {
+	if s == nil {
+		return nil, true, false
+	}
+	leaf := parseLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey])
+	if leaf == nil {
+		return nil, true, false
+	}
+	reissue := pki.RenewalDue(leaf.Cert, now, fraction) || (issuer != nil && leaf.Cert.CheckSignatureFrom(issuer.Cert) != nil)
+	return leaf, reissue, !reissue && !sameBundle(s.Data[pki.KeyCA], bundle)
 }
 
 // sameBundle: a Secret's trust bundle holds exactly the given CAs.

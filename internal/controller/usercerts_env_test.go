@@ -169,3 +169,62 @@ func TestUserCertificateSecrets(t *testing.T) {
 		t.Errorf("revoked users %v: app-a, created again, still held", ec.Status.Auth.RevokedUsers)
 	}
 }
+
+// The backups' certificate (CN steward-backup, a root user: etcd lets only root take snapshots):
+// only with spec.auth, issued like a user's, left alone while current, following a CA rotation.
+func TestBackupCertificateSecret(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	now := time.Now()
+	ca, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &controller.EtcdClusterReconciler{Client: env.Client, Clock: func() time.Time { return now }}
+	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns, UID: types.UID("uid-demo")}}
+	key := client.ObjectKey{Namespace: ns, Name: "demo-backup-tls"}
+	read := func() (*corev1.Secret, *x509.Certificate) {
+		t.Helper()
+		var s corev1.Secret
+		if err := env.Client.Get(ctx, key, &s); apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCert])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &s, certs[0]
+	}
+	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, now, ca)); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := read(); s != nil {
+		t.Fatal("a backups' certificate without spec.auth")
+	}
+	ec.Spec.Auth = &stewardv1.AuthSpec{}
+	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, now, ca)); err != nil {
+		t.Fatal(err)
+	}
+	s1, c1 := read()
+	if s1 == nil || c1.Subject.CommonName != controller.BackupCommonName || c1.CheckSignatureFrom(ca.Cert) != nil {
+		t.Fatalf("the backups' Secret %v, certificate %v", s1, c1)
+	}
+	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, now, ca)); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := read(); s.ResourceVersion != s1.ResourceVersion {
+		t.Error("a current backups' certificate was rewritten")
+	}
+	next, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BackupCertificate(ctx, ec, ca, next, appSecret(t, next, now, ca, next)); err != nil {
+		t.Fatal(err)
+	}
+	if _, c := read(); c.CheckSignatureFrom(next.Cert) != nil {
+		t.Error("the backups' certificate did not follow the shared client to the next CA")
+	}
+}

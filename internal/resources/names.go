@@ -105,6 +105,10 @@ func MemberTLSSecretName(member string) string { return member + "-tls" }
 // ClientTLSSecretName is the Secret applications mount: a client certificate and the trust bundle.
 func ClientTLSSecretName(cluster string) string { return cluster + "-client-tls" }
 
+// BackupTLSSecretName is the client certificate backup Jobs, drills and the streamer present when
+// etcd auth is declared (CN steward-backup, a root user: etcd lets only root take snapshots).
+func BackupTLSSecretName(cluster string) string { return cluster + "-backup-tls" }
+
 // ClusterToken is --initial-cluster-token: derived from the EtcdCluster's UID, so a cluster
 // deleted and recreated under the same name never joins members that kept the old data.
 func ClusterToken(ec *stewardv1.EtcdCluster) string {
