@@ -6,7 +6,6 @@ import (
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="!has(self.auth)",message="spec.auth: etcd authentication is not managed by this version of Steward yet (docs/auth.md says what is built); leave spec.auth unset"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !self.auth.enabled || !has(self.tls) || !has(self.tls.enabled) || self.tls.enabled",message="spec.auth needs spec.tls enabled: Steward keeps its own access through a client certificate etcd maps to root"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.tls) || !has(self.tls.peer) || !has(self.tls.peer.source) || self.tls.peer.source == 'Operator'",message="spec.auth needs certificates Steward issues (spec.tls source Operator): Steward keeps its own and the backups' access through client certificates it issues (common names steward-operator and steward-backup, root in etcd), and revokes a removed user's through a list it signs with the cluster's CA"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || !oldSelf.auth.enabled || has(self.auth)",message="spec.auth cannot be removed while auth is on: set spec.auth.enabled to false first"

@@ -216,6 +216,16 @@ func memberNames(name string, n int32) []string {
 // it, and checks the server certificate names the Service (it names no ClusterIP).
 func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 	t.Helper()
+	var tc *framework.ClientTLS
+	if tlsEnabled(t, ns, name) {
+		tc = clientTLSFor(t, ns, name)
+	}
+	return clientWith(t, ns, name, tc)
+}
+
+// clientWith is clientFor presenting the certificate tc follows (nil: plaintext).
+func clientWith(t *testing.T, ns, name string, ctls *framework.ClientTLS) *clientv3.Client {
+	t.Helper()
 	var svc corev1.Service
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -223,9 +233,9 @@ func clientFor(t *testing.T, ns, name string) *clientv3.Client {
 		t.Fatal(err)
 	}
 	scheme, tc := "http", (*tls.Config)(nil)
-	if tlsEnabled(t, ns, name) {
+	if ctls != nil {
 		scheme = "https"
-		tc = clientTLSFor(t, ns, name).Config(clientServiceHost(ns, name))
+		tc = ctls.Config(clientServiceHost(ns, name))
 	}
 	// By name through the cluster DNS, as an application in a Pod would (the documented client
 	// path); by ClusterIP where the environment names no DNS server.

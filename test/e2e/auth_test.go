@@ -1,0 +1,126 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
+	"github.com/etcd-steward/steward/test/e2e/framework"
+)
+
+// TestAuthEnabledUnderTraffic (issue 29): etcd authentication switched on in a running 3-member
+// cluster while a client of the shared certificate writes. Declaring spec.auth rolls every member
+// onto a Pod that checks the revocation list (one at a time), Steward creates its own users and a
+// tenant, then turns auth on: the shared client keeps full access throughout, the tenant's
+// certificate (its Secret, issued by Steward) reaches only its prefix, a backup with auth on
+// succeeds (the backups' own certificate, root), and the cluster settles.
+func TestAuthEnabledUnderTraffic(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "db", 3, "")
+	cl := clientFor(t, ns, "db")
+	tr := framework.StartTraffic(cl, framework.TrafficConfig{Prefix: "/auth-traffic/", Workers: 2})
+	before := uids(t, ns, "db")
+	start := time.Now()
+	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Auth = &stewardv1.AuthSpec{Enabled: true,
+			Roles: []stewardv1.AuthRole{{Name: "tenant-a", Permissions: []stewardv1.AuthPermission{{Prefix: "/a/", Access: stewardv1.AccessReadWrite}}}},
+			Users: []stewardv1.AuthUser{{Name: "app-a", Roles: []string{"tenant-a"}}},
+		}
+	})
+	f.WaitFor(t, ns, "auth on with app-a ready", 6*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "db")
+		if err != nil {
+			return false, err
+		}
+		a := ec.Status.Auth
+		if a == nil {
+			return false, errors.New("no status.auth")
+		}
+		ready := len(a.Users) == 1 && a.Users[0].State == "Ready"
+		return a.Phase == "On" && ready, fmt.Errorf("auth %s (%s), users %+v", a.Phase, a.Message, a.Users)
+	})
+	measure(t, "spec.auth declared to auth on with a tenant user", time.Since(start))
+	waitSettled(t, ns, "db", 3, 3*time.Minute)
+	measure(t, "spec.auth declared to settled", time.Since(start))
+
+	// Every member runs with the revocation list, on a Pod rebuilt for it one at a time.
+	after := uids(t, ns, "db")
+	for name, p := range memberPods(t, ns, "db") {
+		if !resources.PodServesCRL(p) {
+			t.Errorf("%s runs without --client-crl-file", name)
+		}
+		if after[name] == before[name] {
+			t.Errorf("%s's Pod %s was not rebuilt", name, before[name])
+		}
+	}
+	t.Logf("rolls %q; leadership moves %q", eventsWith(t, ns, "db", "DeletePod"), eventsWith(t, ns, "db", "MoveLeader"))
+
+	// The shared client kept working: a write after auth is on, and the traffic's record.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cl.Put(ctx, "/auth-traffic/after", "ok"); err != nil {
+		t.Errorf("the shared client's write with auth on: %v", err)
+	}
+	h := tr.Stop()
+	if denied := permissionDenied(h); len(denied) > 0 {
+		t.Errorf("the shared client was refused %d time(s) across the switch: %v", len(denied), denied[0])
+	}
+	lost, err := tr.VerifyNoLostWrites(ctx, cl, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", len(lost), lost[0])
+	}
+	t.Logf("MEASURE auth switch traffic: %s", h.Summary())
+
+	// The tenant's own certificate: its prefix only.
+	app := clientWith(t, ns, "db", f.ClientTLS(t, ns, "db-user-app-a"))
+	if _, err := app.Put(ctx, "/a/x", "mine"); err != nil {
+		t.Errorf("app-a writing its own prefix: %v", err)
+	}
+	if got, err := app.Get(ctx, "/a/", clientv3.WithPrefix()); err != nil || len(got.Kvs) != 1 {
+		t.Errorf("app-a reading its own prefix: %v %v", got, err)
+	}
+	if _, err := app.Put(ctx, "/b/x", "not mine"); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("app-a writing outside its prefix: %v, want permission denied", err)
+	}
+	if _, err := app.Get(ctx, "/auth-traffic/", clientv3.WithPrefix()); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("app-a reading outside its prefix: %v, want permission denied", err)
+	}
+
+	// A backup with auth on: the Job presents the backups' certificate (root).
+	dest, _ := s3Storage(t, ns)
+	createObj(t, newBackup(ns, "with-auth", "db", dest))
+	b := backupDone(t, ns, "with-auth", 4*time.Minute)
+	if b.Status.Phase != stewardv1.BackupSucceeded {
+		t.Errorf("backup with auth on: %s: %s", b.Status.Phase, b.Status.Message)
+	}
+	var ec stewardv1.EtcdCluster
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &ec); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("status.auth: phase %s, managed users %v, roles %v", ec.Status.Auth.Phase, ec.Status.Auth.ManagedUsers, ec.Status.Auth.ManagedRoles)
+}
+
+// permissionDenied are the operations etcd refused for want of permission.
+func permissionDenied(h framework.History) []framework.Op {
+	var out []framework.Op
+	for _, op := range h.Failed() {
+		if strings.Contains(op.Err, rpctypes.ErrPermissionDenied.Error()) || strings.Contains(op.Err, "user name is empty") {
+			out = append(out, op)
+		}
+	}
+	return out
+}
