@@ -4,17 +4,24 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/pki"
 	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
@@ -107,11 +114,118 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 	if b.Status.Phase != stewardv1.BackupSucceeded {
 		t.Errorf("backup with auth on: %s: %s", b.Status.Phase, b.Status.Message)
 	}
-	var ec stewardv1.EtcdCluster
-	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &ec); err != nil {
+	authPasswordRotation(t, ns)
+	authUserRemoved(t, ns, app)
+
+	// Off again, explicitly: the shared client and the operator go on.
+	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Auth.Enabled = false })
+	waitAuthPhase(t, ns, "Off")
+	if _, err := cl.Put(ctx, "/auth-traffic/off", "ok"); err != nil {
+		t.Errorf("the shared client's write with auth off again: %v", err)
+	}
+	waitSettled(t, ns, "db", 3, 2*time.Minute)
+}
+
+// waitAuthPhase waits until status.auth.phase is phase and nothing is pending.
+func waitAuthPhase(t *testing.T, ns, phase string) {
+	t.Helper()
+	f.WaitFor(t, ns, "auth "+phase, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "db")
+		if err != nil {
+			return false, err
+		}
+		a := ec.Status.Auth
+		if a == nil {
+			return false, errors.New("no status.auth")
+		}
+		return string(a.Phase) == phase, fmt.Errorf("auth %s (%s), users %+v", a.Phase, a.Message, a.Users)
+	})
+}
+
+// authPasswordRotation: a root user with a password from a Secret of the user's own; changing the
+// Secret changes the password (the old one refused, the new one accepted).
+func authPasswordRotation(t *testing.T, ns string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "admin-password", Namespace: ns},
+		StringData: map[string]string{"password": "first-secret"}}
+	createObj(t, secret)
+	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Auth.Users = append(ec.Spec.Auth.Users, stewardv1.AuthUser{Name: "admin", Roles: []string{"root"},
+			PasswordSecretRef: &stewardv1.PasswordSecretRef{Name: "admin-password"}})
+	})
+	login := func(pw string) error {
+		tc := clientTLSFor(t, ns, "db").Config("")
+		var eps []string
+		for _, p := range memberPods(t, ns, "db") {
+			eps = append(eps, framework.PodClientURL(p, true))
+		}
+		c, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, Username: "admin", Password: pw,
+			DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = c.Close() }()
+		_, err = c.UserList(ctx) // root only
+		return err
+	}
+	f.WaitFor(t, ns, "admin logs in with its password", 2*time.Minute, func(context.Context) (bool, error) {
+		err := login("first-secret")
+		return err == nil, err
+	})
+	start := time.Now()
+	secret.StringData = map[string]string{"password": "second-secret"}
+	if err := f.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("status.auth: phase %s, managed users %v, roles %v", ec.Status.Auth.Phase, ec.Status.Auth.ManagedUsers, ec.Status.Auth.ManagedRoles)
+	f.WaitFor(t, ns, "admin's password rotated", 2*time.Minute, func(context.Context) (bool, error) {
+		err := login("second-secret")
+		return err == nil, err
+	})
+	measure(t, "password Secret changed to the new password accepted", time.Since(start))
+	if err := login("first-secret"); err == nil {
+		t.Error("the old password still works after the rotation")
+	}
+}
+
+// authUserRemoved: a tenant removed from the spec is deleted from etcd after every certificate it
+// had is on the revocation list, its Secret goes, and its certificate is refused.
+func authUserRemoved(t *testing.T, ns string, app *clientv3.Client) {
+	t.Helper()
+	var s corev1.Secret
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "db-user-app-a"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCert])
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial := certs[0].SerialNumber.Text(16)
+	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Auth.Users = slices.DeleteFunc(ec.Spec.Auth.Users, func(u stewardv1.AuthUser) bool { return u.Name == "app-a" })
+	})
+	f.WaitFor(t, ns, "app-a revoked and its Secret gone", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		ec, err := get(ctx, ns, "db")
+		if err != nil {
+			return false, err
+		}
+		err = f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-user-app-a"}, &corev1.Secret{})
+		revoked := slices.Contains(ec.Status.Auth.RevokedSerials, serial)
+		return revoked && apierrors.IsNotFound(err), fmt.Errorf("revoked %v, Secret: %v", ec.Status.Auth.RevokedSerials, err)
+	})
+	var crl corev1.Secret
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resources.CRLSecretName("db")}, &crl); err != nil {
+		t.Fatal(err)
+	}
+	list, err := x509.ParseRevocationList(crl.Data[resources.KeyCRL])
+	if err != nil || !slices.ContainsFunc(list.RevokedCertificateEntries, func(e x509.RevocationListEntry) bool { return e.SerialNumber.Text(16) == serial }) {
+		t.Errorf("the revocation list does not hold app-a's serial %s: %v", serial, err)
+	}
+	f.WaitFor(t, ns, "app-a refused", time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := app.Put(ctx, "/a/y", "after removal")
+		return err != nil, errors.New("app-a's write still accepted")
+	})
 }
 
 // permissionDenied are the operations etcd refused for want of permission.
