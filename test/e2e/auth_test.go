@@ -212,7 +212,7 @@ func authUserRemoved(t *testing.T, ns string, app *clientv3.Client) {
 		}
 		err = f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-user-app-a"}, &corev1.Secret{})
 		revoked := slices.Contains(ec.Status.Auth.RevokedSerials, serial)
-		return revoked && apierrors.IsNotFound(err), fmt.Errorf("revoked %v, Secret: %v", ec.Status.Auth.RevokedSerials, err)
+		return revoked && apierrors.IsNotFound(err), fmt.Errorf("revoked %v, Secret: %w", ec.Status.Auth.RevokedSerials, err)
 	})
 	var crl corev1.Secret
 	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: resources.CRLSecretName("db")}, &crl); err != nil {
