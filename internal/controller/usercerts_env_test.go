@@ -18,6 +18,37 @@ import (
 	"github.com/etcd-steward/steward/internal/pki"
 )
 
+// certSetup is a namespace, a CA, a reconciler whose clock reads *now, and a cluster object
+// (never stored: the Secrets name it as their owner by UID).
+func certSetup(t *testing.T) (string, *time.Time, *pki.CA, *controller.EtcdClusterReconciler, *stewardv1.EtcdCluster) {
+	t.Helper()
+	ns := namespace(t)
+	now := time.Now()
+	ca, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &controller.EtcdClusterReconciler{Client: env.Client, Clock: func() time.Time { return now }}
+	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns, UID: types.UID("uid-demo")}}
+	return ns, &now, ca, r, ec
+}
+
+// readCertSecret reads a client certificate Secret and its certificate; nil, nil when missing.
+func readCertSecret(t *testing.T, key client.ObjectKey) (*corev1.Secret, *x509.Certificate) {
+	t.Helper()
+	var s corev1.Secret
+	if err := env.Client.Get(context.Background(), key, &s); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCert])
+	if err != nil {
+		t.Fatalf("%s: %v", key.Name, err)
+	}
+	return &s, certs[0]
+}
+
 // appSecret is a shared client Secret as the TLS code writes it: a leaf of ca, trusting bundle.
 func appSecret(t *testing.T, ca *pki.CA, now time.Time, bundle ...*pki.CA) *corev1.Secret {
 	t.Helper()
@@ -43,17 +74,10 @@ func appSecret(t *testing.T, ca *pki.CA, now time.Time, bundle ...*pki.CA) *core
 // list held them.
 func TestUserCertificateSecrets(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	now := time.Now()
-	ca, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &controller.EtcdClusterReconciler{Client: env.Client, Clock: func() time.Time { return now }}
-	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns, UID: types.UID("uid-demo")}}
+	ns, now, ca, r, ec := certSetup(t)
 	ec.Spec.Auth = &stewardv1.AuthSpec{Users: []stewardv1.AuthUser{{Name: "app-a"}, {Name: "app-b"}}}
 	ec.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: &metav1.Duration{Duration: 24 * time.Hour}} // renewed after 16 h
-	app := appSecret(t, ca, now, ca)
+	app := appSecret(t, ca, *now, ca)
 	round := func(next *pki.CA, app *corev1.Secret, users []string, crlCurrent bool) {
 		t.Helper()
 		if err := r.UserCertificates(ctx, ec, ca, next, app, users, crlCurrent); err != nil {
@@ -62,18 +86,7 @@ func TestUserCertificateSecrets(t *testing.T) {
 	}
 	read := func(user string) (*corev1.Secret, *x509.Certificate) {
 		t.Helper()
-		var s corev1.Secret
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.UserSecretName("demo", user)}, &s)
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCert])
-		if err != nil {
-			t.Fatalf("%s's Secret: %v", user, err)
-		}
-		return &s, certs[0]
+		return readCertSecret(t, client.ObjectKey{Namespace: ns, Name: controller.UserSecretName("demo", user)})
 	}
 	recorded := func() []string {
 		var out []string
@@ -105,7 +118,7 @@ func TestUserCertificateSecrets(t *testing.T) {
 
 	// Past the renewal point, but status lost the record (a status write that failed): the
 	// current certificate is recorded first, replaced on the next round.
-	now = now.Add(20 * time.Hour)
+	*now = now.Add(20 * time.Hour)
 	ec.Status.Auth.Certificates = nil
 	round(nil, app, []string{"app-a"}, false)
 	if s, _ := read("app-a"); s.ResourceVersion != s1.ResourceVersion {
@@ -123,7 +136,7 @@ func TestUserCertificateSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	round(next, appSecret(t, next, now, ca, next), []string{"app-a"}, false)
+	round(next, appSecret(t, next, *now, ca, next), []string{"app-a"}, false)
 	s3, c3 := read("app-a")
 	if c3.CheckSignatureFrom(next.Cert) != nil {
 		t.Error("app-a's certificate did not follow the shared client to the next CA")
@@ -174,44 +187,26 @@ func TestUserCertificateSecrets(t *testing.T) {
 // only with spec.auth, issued like a user's, left alone while current, following a CA rotation.
 func TestBackupCertificateSecret(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	now := time.Now()
-	ca, err := pki.NewCA("demo", ns, now.Add(-time.Hour), 365*24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &controller.EtcdClusterReconciler{Client: env.Client, Clock: func() time.Time { return now }}
-	ec := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: ns, UID: types.UID("uid-demo")}}
-	key := client.ObjectKey{Namespace: ns, Name: "demo-backup-tls"}
+	ns, now, ca, r, ec := certSetup(t)
 	read := func() (*corev1.Secret, *x509.Certificate) {
 		t.Helper()
-		var s corev1.Secret
-		if err := env.Client.Get(ctx, key, &s); apierrors.IsNotFound(err) {
-			return nil, nil
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		certs, err := pki.ParseCertsPEM(s.Data[pki.KeyCert])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &s, certs[0]
+		return readCertSecret(t, client.ObjectKey{Namespace: ns, Name: "demo-backup-tls"})
 	}
-	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, now, ca)); err != nil {
+	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, *now, ca)); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := read(); s != nil {
 		t.Fatal("a backups' certificate without spec.auth")
 	}
 	ec.Spec.Auth = &stewardv1.AuthSpec{}
-	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, now, ca)); err != nil {
+	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, *now, ca)); err != nil {
 		t.Fatal(err)
 	}
 	s1, c1 := read()
 	if s1 == nil || c1.Subject.CommonName != controller.BackupCommonName || c1.CheckSignatureFrom(ca.Cert) != nil {
 		t.Fatalf("the backups' Secret %v, certificate %v", s1, c1)
 	}
-	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, now, ca)); err != nil {
+	if err := r.BackupCertificate(ctx, ec, ca, nil, appSecret(t, ca, *now, ca)); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := read(); s.ResourceVersion != s1.ResourceVersion {
@@ -221,7 +216,7 @@ func TestBackupCertificateSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.BackupCertificate(ctx, ec, ca, next, appSecret(t, next, now, ca, next)); err != nil {
+	if err := r.BackupCertificate(ctx, ec, ca, next, appSecret(t, next, *now, ca, next)); err != nil {
 		t.Fatal(err)
 	}
 	if _, c := read(); c.CheckSignatureFrom(next.Cert) != nil {

@@ -45,17 +45,8 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 			Users: []stewardv1.AuthUser{{Name: "app-a", Roles: []string{"tenant-a"}}},
 		}
 	})
-	f.WaitFor(t, ns, "auth on with app-a ready", 6*time.Minute, func(ctx context.Context) (bool, error) {
-		ec, err := get(ctx, ns, "db")
-		if err != nil {
-			return false, err
-		}
-		a := ec.Status.Auth
-		if a == nil {
-			return false, errors.New("no status.auth")
-		}
-		ready := len(a.Users) == 1 && a.Users[0].State == "Ready"
-		return a.Phase == "On" && ready, fmt.Errorf("auth %s (%s), users %+v", a.Phase, a.Message, a.Users)
+	waitAuth(t, ns, "auth on with app-a ready", 6*time.Minute, func(a *stewardv1.AuthStatus) bool {
+		return a.Phase == "On" && len(a.Users) == 1 && a.Users[0].State == "Ready"
 	})
 	measure(t, "spec.auth declared to auth on with a tenant user", time.Since(start))
 	waitSettled(t, ns, "db", 3, 3*time.Minute)
@@ -119,17 +110,17 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 
 	// Off again, explicitly: the shared client and the operator go on.
 	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Auth.Enabled = false })
-	waitAuthPhase(t, ns, "Off")
+	waitAuth(t, ns, "auth off", 3*time.Minute, func(a *stewardv1.AuthStatus) bool { return a.Phase == "Off" })
 	if _, err := cl.Put(ctx, "/auth-traffic/off", "ok"); err != nil {
 		t.Errorf("the shared client's write with auth off again: %v", err)
 	}
 	waitSettled(t, ns, "db", 3, 2*time.Minute)
 }
 
-// waitAuthPhase waits until status.auth.phase is phase and nothing is pending.
-func waitAuthPhase(t *testing.T, ns, phase string) {
+// waitAuth waits until status.auth satisfies done.
+func waitAuth(t *testing.T, ns, what string, timeout time.Duration, done func(*stewardv1.AuthStatus) bool) {
 	t.Helper()
-	f.WaitFor(t, ns, "auth "+phase, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	f.WaitFor(t, ns, what, timeout, func(ctx context.Context) (bool, error) {
 		ec, err := get(ctx, ns, "db")
 		if err != nil {
 			return false, err
@@ -138,7 +129,7 @@ func waitAuthPhase(t *testing.T, ns, phase string) {
 		if a == nil {
 			return false, errors.New("no status.auth")
 		}
-		return string(a.Phase) == phase, fmt.Errorf("auth %s (%s), users %+v", a.Phase, a.Message, a.Users)
+		return done(a), fmt.Errorf("auth %s (%s), users %+v", a.Phase, a.Message, a.Users)
 	})
 }
 
