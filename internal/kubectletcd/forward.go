@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -101,7 +102,9 @@ func (env *Env) forwarder() Forwarder {
 }
 
 // clientMaterial is the client certificate the plugin presents: the application Secret Steward
-// writes, or with source Secret the user's own client-plane Secret (it carries client auth).
+// writes, or with source Secret the user's own client-plane Secret (it carries client auth); with
+// etcd auth declared, the backups' certificate once Steward wrote it (root: snapshot, defragment
+// and alarm disarm need root, and the shared client's user is not).
 type clientMaterial struct {
 	secret       string
 	ca, crt, key []byte
@@ -124,6 +127,14 @@ func loadClientMaterial(ctx context.Context, env *Env, ec *stewardv1.EtcdCluster
 	}
 	m.secret = clientSecretName(ec)
 	var s corev1.Secret
+	if root := resources.BackupTLSSecretName(ec.Name); resources.ServesCRL(ec) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: root}, &s)
+		if err == nil {
+			m.secret = root
+		} else if !apierrors.IsNotFound(err) {
+			return nil, apiError(err, "get", "secrets", env.Namespace, root)
+		}
+	}
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: env.Namespace, Name: m.secret}, &s); err != nil {
 		return nil, apiError(err, "get", "secrets", env.Namespace, m.secret)
 	}
