@@ -158,3 +158,8 @@ func (r *EtcdClusterReconciler) UserCertificates(ctx context.Context, ec *stewar
 func (r *EtcdClusterReconciler) BackupCertificate(ctx context.Context, ec *stewardv1.EtcdCluster, ca, next *pki.CA, app *corev1.Secret) error {
 	return r.backupCertificate(ctx, ec, &tlsObserved{ca: ca, next: next, appSecret: app})
 }
+
+// Password reads a declared user's password as the auth step does.
+func (r *EtcdClusterReconciler) Password(ctx context.Context, ec *stewardv1.EtcdCluster, u stewardv1.AuthUser) ([]byte, error) {
+	return r.password(ctx, ec, u)
+}
