@@ -133,14 +133,24 @@ func (v *view) quorumLost(notes) outcome {
 		return pass()
 	}
 	for _, m := range v.active() {
-		if m.Phase != stewardv1.MemberRunning || m.Pod.Exists || v.f.memory() {
+		if m.Phase != stewardv1.MemberRunning || v.f.memory() || (m.Pod.Exists && !m.Pod.Failed) {
 			continue
 		}
 		if m.PVC.Foreign {
 			return decided(foreignPVC(m))
 		}
-		if m.PVC.Exists && !m.PVC.Deleting {
+		if !m.PVC.Exists || m.PVC.Deleting {
+			continue
+		}
+		if !m.Pod.Exists {
 			return built(act(CreatePod, m.Name, ReasonMemberPodMissing, "recreating %s's Pod from its PVC to restore quorum", m.Name))
+		}
+		if !m.Pod.Deleting {
+			// Evicted: its etcd never runs again in that Pod, so deleting it costs nobody anything,
+			// and only a new Pod on the same PVC can bring its vote back.
+			a, _ := v.disrupt(act(DeletePod, m.Name, ReasonMemberPodFailed,
+				"deleting %s's Failed Pod so it is recreated on its PVC to restore quorum", m.Name), disruption.Restart)
+			return decided(a)
 		}
 	}
 	if v.f.Adopting() && !v.handOverStarted() {

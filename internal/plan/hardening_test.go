@@ -190,6 +190,18 @@ func TestPlanFailedPod(t *testing.T) {
 			f.podGone("c-1")
 			f.m("c-1").PVC.Deleting = true
 		}, want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberDataLost, disruption: disruption.Replace}},
+		// Two evicted at once (node pressure) leave the third without quorum: their etcd never runs
+		// again in those Pods, so only deleting them brings quorum back; waiting for quorum first
+		// would wait forever.
+		{name: "pvc: two Failed Pods and quorum lost: delete one so it comes back on its PVC", mutate: all(
+			failed("c-1"), failed("c-2"), noQuorumSeen("c-0")),
+			want: want{kind: DeletePod, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
+		{name: "pvc: one Failed, one deleting, quorum lost: the Failed one goes too", mutate: all(
+			failed("c-1"), failed("c-2"), noQuorumSeen("c-0"), func(f *Facts) { f.m("c-1").Pod.Deleting = true }),
+			want: want{kind: DeletePod, member: "c-2", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
+		{name: "pvc: quorum lost past Automatic's wait: the Failed Pods come back before any recovery", mutate: all(
+			failed("c-1"), failed("c-2"), noQuorumSeen("c-0"), automatic(300, time.Hour)),
+			want: want{kind: DeletePod, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Restart}},
 		{name: "memory: replace the member", medium: memory, mutate: failed("c-1"),
 			want: want{kind: RemoveMember, member: "c-1", reason: ReasonMemberPodFailed, disruption: disruption.Replace}},
 		{name: "memory: replaced even while a scale-down's removal waits", medium: memory, mutate: func(f *Facts) {
@@ -200,7 +212,26 @@ func TestPlanFailedPod(t *testing.T) {
 	})
 }
 
+// noQuorumSeen: name's etcd answers but follows no leader, and the member list cannot be read.
+func noQuorumSeen(name string) func(*Facts) {
+	return func(f *Facts) {
+		e := f.ep(name)
+		e.Healthy, e.LeaderID, e.ReadOK = false, 0, false
+		f.Etcd.MemberListErr = "context deadline exceeded"
+		f.Etcd.Members = nil
+	}
+}
+
 func TestSequenceFailedPod(t *testing.T) {
+	t.Run("two PVC Pods evicted at once", func(t *testing.T) {
+		w := formedWorld(t, 3, "")
+		before := ids(w)
+		w.converge(map[int]func(*world){1: func(w *world) { failPod("c-1")(w); failPod("c-2")(w) }})
+		w.assertConverged()
+		if after := ids(w); after["c-1"] != before["c-1"] || after["c-2"] != before["c-2"] {
+			t.Errorf("evicted PVC members replaced: %v -> %v; their PVCs keep them", before, after)
+		}
+	})
 	for _, med := range media {
 		w := formedWorld(t, 3, med)
 		before := ids(w)

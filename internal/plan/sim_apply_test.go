@@ -301,7 +301,9 @@ func (x effects) DeletePod(_ context.Context, name string) error {
 	}
 	if x.a.Disruption != nil && x.a.Disruption.Kind == disruption.Fence {
 		w.fenced(x.a, m)
-	} else if e := w.entry(m); e != nil && !e.learner {
+	} else if e := w.entry(m); e != nil && !e.learner && !(m.pod.failed && m.pvc != nil) {
+		// A Failed Pod on a PVC is exempt: its etcd never runs again in it, so deleting it takes
+		// nothing from anyone (invariant 1 counts members that could serve).
 		w.checkDisruption(e, "deleted the Pod of")
 		if w.memory() && w.cluster.Spec.Replicas != nil && *w.cluster.Spec.Replicas > 0 {
 			w.violate("deleted the Pod of memory voter %s: its data is lost", name)

@@ -93,7 +93,7 @@ func (v *view) steps() []step {
 		{"bootstrap", "bootstrap a cluster that never formed: one seed with --initial-cluster-state=new", v.bootstrap},
 		{"dormant", "spec.replicas 0: stop members one at a time, keeping their PVCs; wake them again", plain(v.dormant)},
 		{"quorumRecovery", "a quorum recovery in progress goes on stage by stage, each re-checked live first", plain(v.quorumRecovery)},
-		{"quorumLost", "quorum lost: no membership change; recreate PVC members' Pods; recovery only on etcd's evidence", v.quorumLost},
+		{"quorumLost", "quorum lost: no membership change; give PVC members back their Pods (missing: recreate; Failed: delete); recovery only on etcd's evidence", v.quorumLost},
 		{"defragInterrupted", "close a defragmentation record whose etcd stopped (Interrupted)", plain(v.defragInterrupted)},
 		{"recreatePods", "give a PVC voter back its Pod where that disrupts nobody (missing: recreate; Failed: delete)", v.recreatePods},
 		{"halfDone", "finish a half-done membership change (learners first: never two); a removal refused for now waits", v.halfDoneStep},
