@@ -9,7 +9,7 @@
 /^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / {
   if (cur == "" || $0 ~ /MEASURE|diagnostics written to/) next
   line = $0
-  if (length(line) > 400) line = substr(line, 1, 400) "…"
+  if (length(line) > 1400) line = substr(line, 1, 1400) "…"
   k = ++count[cur]
   last[cur, k] = line
 }

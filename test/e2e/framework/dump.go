@@ -36,6 +36,7 @@ func (f *Framework) Dump(t testing.TB, ns string) {
 	if ns != f.OperatorNamespace {
 		fmt.Fprintf(&b, "----- operator (%s) -----\n", f.OperatorNamespace)
 		f.dumpPods(ctx, &b, f.OperatorNamespace, 200)
+		f.dumpOperatorAbout(ctx, &b, ns, 120)
 	}
 	out := b.String()
 	t.Log(out)
@@ -140,3 +141,45 @@ func containerState(s corev1.ContainerState) string {
 }
 
 func sanitize(s string) string { return nonDNS.ReplaceAllString(strings.ToLower(s), "_") }
+
+// dumpOperatorAbout prints the operator's last n log lines that name namespace ns, read from a long
+// tail: with scenarios in parallel, the operator's last lines are mostly about other namespaces.
+func (f *Framework) dumpOperatorAbout(ctx context.Context, b *strings.Builder, ns string, n int) {
+	var pods corev1.PodList
+	if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err != nil {
+		fmt.Fprintf(b, "listing operator pods: %v\n", err)
+		return
+	}
+	tail := int64(20000)
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			raw, err := f.Clientset.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
+				Container: cs.Name, TailLines: &tail, Timestamps: true,
+			}).DoRaw(ctx)
+			if err != nil {
+				fmt.Fprintf(b, "(%s/%s: %v)\n", p.Name, cs.Name, err)
+				continue
+			}
+			lines := LinesAbout(string(raw), ns, n)
+			fmt.Fprintf(b, "--- operator %s [%s]: its last %d lines about %s ---\n", p.Name, cs.Name, len(lines), ns)
+			for _, l := range lines {
+				b.WriteString(l)
+				b.WriteByte('\n')
+			}
+		}
+	}
+}
+
+// LinesAbout returns the last n lines of log that mention ns.
+func LinesAbout(log, ns string, n int) []string {
+	var out []string
+	for l := range strings.Lines(log) {
+		if strings.Contains(l, ns) {
+			out = append(out, strings.TrimRight(l, "\n"))
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}

@@ -24,8 +24,11 @@ func (f *Framework) WaitFor(t testing.TB, ns, desc string, timeout time.Duration
 	t.Helper()
 	start := time.Now()
 	if err := Poll(context.Background(), timeout, cond); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		state := f.Brief(ctx, ns)
+		cancel()
 		f.Dump(t, ns)
-		t.Fatalf("waiting for %s: %v", desc, err)
+		t.Fatalf("waiting for %s: %v; now: %s", desc, err, state)
 	}
 	if took := time.Since(start); took > timeout/2 {
 		t.Logf("SLOW WAIT: %s took %s of its %s", desc, took.Round(time.Millisecond), timeout)
