@@ -79,7 +79,11 @@ func TestIssuedLeavesVerify(t *testing.T) {
 	server := mustLeaf(t)(ca.IssueServer(names0, t0, 0))
 	peer := mustLeaf(t)(ca.IssuePeer(names0, t0, 0))
 	client := mustLeaf(t)(ca.IssueClient("steward-operator", t0, 0))
+	loopback := mustLeaf(t)(ca.IssueLoopback("restore-drill", t0, 0))
 	serverDNS, serverIPs := SANs(names0.Cluster, names0.Namespace, names0.Member, "")
+	if err := verifyAs(loopback.Cert, trust, x509.ExtKeyUsageServerAuth, "localhost", t0); err == nil {
+		t.Error("a loopback certificate verifies for localhost; it names 127.0.0.1 only")
+	}
 
 	for _, tt := range []struct {
 		name  string
@@ -94,6 +98,9 @@ func TestIssuedLeavesVerify(t *testing.T) {
 		{"peer", peer, PeerDNSNames(names0),
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageEmailProtection}},
+		{"loopback", loopback, []string{"127.0.0.1"},
+			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			[]x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}},
 		{"client", client, nil,
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},

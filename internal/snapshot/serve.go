@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// serve starts etcd on the restored data directory, isolated on loopback (no TLS, no peers; the
-// member list holds only itself), waits until it answers a linearizable read, and returns the
+// serve starts etcd on the restored data directory, isolated on loopback (no peers, the member list
+// holds only itself; a client listener of its own TLS read as root: drillTLS), waits until it answers a linearizable read, and returns the
 // revision it serves and how many keys it holds, after handing a client to serving (the
 // point-in-time drill compares the keyspace). The process is stopped before returning.
 func (d *drill) serve(ctx context.Context, data, peer, client string, serving func(*clientv3.Client)) (rev, keys int64, err error) {
@@ -26,13 +26,17 @@ func (d *drill) serve(ctx context.Context, data, peer, client string, serving fu
 		return 0, 0, err
 	}
 	defer func() { _ = logf.Close() }()
-	cmd := exec.Command(d.opts.Etcd, "--name=verify", "--data-dir="+data,
-		"--listen-client-urls="+client, "--advertise-client-urls="+client,
-		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer, "--initial-cluster=verify="+peer,
+	tlsFiles, err := newDrillTLS(d.dir, time.Now())
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.Command(d.opts.Etcd, append([]string{"--name=verify", "--data-dir=" + data,
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=verify=" + peer,
 		"--initial-cluster-token=steward-verify", "--log-level=warn",
 		// A throwaway member: no fsync, and etcd's largest recommended quota, so that a large
 		// snapshot does not start with a NOSPACE alarm.
-		"--unsafe-no-fsync", "--quota-backend-bytes=8589934592")
+		"--unsafe-no-fsync", "--quota-backend-bytes=8589934592"}, tlsFiles.args()...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return 0, 0, fmt.Errorf("starting etcd: %w", err)
@@ -42,7 +46,8 @@ func (d *drill) serve(ctx context.Context, data, peer, client string, serving fu
 	go func() { waitErr = cmd.Wait(); close(exited) }()
 	defer stop(cmd, exited)
 
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		TLS: tlsFiles.client})
 	if err != nil {
 		return 0, 0, err
 	}

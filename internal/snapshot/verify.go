@@ -63,7 +63,7 @@ type VerifyResult struct {
 }
 
 // Verify runs a restore drill: Fetch the backup into WorkDir, etcdutl snapshot restore it, start
-// etcd on it on loopback ports (no TLS, no peers), read it linearizably, check the revision it
+// etcd on it on loopback ports (no peers; its client port on TLS of its own, read as root), read it linearizably, check the revision it
 // serves and, when the manifest holds the member's HashKV, that the snapshot's keyspace hashes the
 // same; then stop it. An error means the drill could not run (bad options); a drill that ran and
 // failed says so in the result.
@@ -138,7 +138,7 @@ func (d *drill) run(ctx context.Context, store objstore.Store, key string) Verif
 	if ports == nil {
 		return failed("start", "no free loopback ports")
 	}
-	peer, client := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	peer, client := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("https://127.0.0.1:%d", ports[1])
 	data := filepath.Join(d.dir, "data")
 	args := []string{"snapshot", "restore", file, "--data-dir", data, "--name", "verify",
 		"--initial-cluster", "verify=" + peer, "--initial-advertise-peer-urls", peer, "--initial-cluster-token", "steward-verify"}

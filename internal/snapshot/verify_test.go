@@ -1,12 +1,16 @@
 package snapshot
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/etcd-steward/steward/internal/snapshot/snaptest"
 )
@@ -42,6 +46,59 @@ func TestVerifyRestoresAndServes(t *testing.T) {
 			res.SnapshotRevision != m.Revision || !strings.Contains(res.Message, contentNote(t)) || res.Duration <= 0 {
 			t.Errorf("bump %d: %+v (manifest revision %d)", bump, res, m.Revision)
 		}
+	}
+}
+
+// A backup of a cluster with etcd authentication on holds the auth store: the restored member
+// starts with auth on, and a drill reading it without credentials was refused ("user name is
+// empty") until its start timed out. The drill presents a root client certificate on a throwaway
+// TLS listener, so it reads any backup, and the data holds the users (root among them) it restores.
+func TestVerifyWithAuthOn(t *testing.T) {
+	ctx := tctx(t)
+	c, cli := startEtcd(t)
+	fill(t, cli, "k", 50, 100)
+	for _, step := range []func() error{
+		func() error { _, err := cli.RoleAdd(ctx, "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "root", "drill-secret"); return err },
+		func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err },
+		func() error { _, err := cli.UserAdd(ctx, "app", "app-secret"); return err },
+		func() error { _, err := cli.AuthEnable(ctx); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := clientv3.New(clientv3.Config{Endpoints: []string{c.Members[0].ClientURL}, DialTimeout: 5 * time.Second,
+		Logger: zap.NewNop(), DialOptions: DialOptions(), Username: "root", Password: "drill-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = root.Close() }()
+	store := volume(t)
+	m, err := Save(ctx, root, store, saveOpts(CompressionZstd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := verifyOpts(t, 1_000_000_000)
+	opts.StartTimeout = 20 * time.Second // not the default 5 min: a refused drill fails fast here
+	var users []string
+	opts.Compare = func(ctx context.Context, cli *clientv3.Client) (string, string) {
+		l, err := cli.UserList(ctx) // root only
+		if err != nil {
+			return "", err.Error()
+		}
+		users = l.Users
+		return "users listed", ""
+	}
+	res, err := Verify(ctx, store, "db/demo/b1", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Verified || res.Keys != 50 || res.Revision != m.Revision+1_000_000_000 {
+		t.Errorf("a backup with auth on: %+v (manifest revision %d)", res, m.Revision)
+	}
+	if !slices.Equal(users, []string{"app", "root"}) {
+		t.Errorf("the restored member's users: %v, want app and root", users)
 	}
 }
 

@@ -31,7 +31,8 @@ import (
 // onto a Pod that checks the revocation list (one at a time), Steward creates its own users and a
 // tenant, then turns auth on: the shared client keeps full access throughout, the tenant's
 // certificate (its Secret, issued by Steward) reaches only its prefix, a backup with auth on
-// succeeds (the backups' own certificate, root), and the cluster settles.
+// succeeds (the backups' own certificate, root), and the cluster settles. The operator is killed
+// while it creates the users.
 func TestAuthEnabledUnderTraffic(t *testing.T) {
 	t.Parallel()
 	ns := settledCluster(t, "db", 3, "")
@@ -45,6 +46,15 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 			Users: []stewardv1.AuthUser{{Name: "app-a", Roles: []string{"tenant-a"}}},
 		}
 	})
+	// The operator killed mid-enable, once it began creating users (each recorded before its
+	// create): the next one resumes from etcd and status and never locks itself out.
+	var phase stewardv1.AuthPhase
+	waitAuth(t, ns, "Steward creating etcd users", 4*time.Minute, func(a *stewardv1.AuthStatus) bool {
+		phase = a.Phase
+		return len(a.ManagedUsers) > 0 || a.Phase == "On"
+	})
+	killOperator(t)
+	t.Logf("operator killed with auth %s", phase)
 	waitAuth(t, ns, "auth on with app-a ready", 6*time.Minute, func(a *stewardv1.AuthStatus) bool {
 		return a.Phase == "On" && len(a.Users) == 1 && a.Users[0].State == "Ready"
 	})
@@ -98,13 +108,22 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 		t.Errorf("app-a reading outside its prefix: %v, want permission denied", err)
 	}
 
-	// A backup with auth on: the Job presents the backups' certificate (root).
+	// A backup with auth on: the Job presents the backups' certificate (root). Its restore drill
+	// restores the users with the data, auth on, and reads it as root (a certificate of its own).
 	dest, _ := s3Storage(t, ns)
-	createObj(t, newBackup(ns, "with-auth", "db", dest))
+	createObj(t, newBackup(ns, "with-auth", "db", dest, func(b *stewardv1.EtcdBackup) { b.Spec.Verify = true }))
 	b := backupDone(t, ns, "with-auth", 4*time.Minute)
 	if b.Status.Phase != stewardv1.BackupSucceeded {
 		t.Errorf("backup with auth on: %s: %s", b.Status.Phase, b.Status.Message)
 	}
+	f.WaitFor(t, ns, "the backup with auth on verified", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var got stewardv1.EtcdBackup
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "with-auth"}, &got); err != nil {
+			return false, err
+		}
+		v := got.Status.Verification
+		return v != nil && v.Verified, fmt.Errorf("verification %+v", v)
+	})
 	authPasswordRotation(t, ns)
 	authUserRemoved(t, ns, app)
 

@@ -89,8 +89,9 @@ type KubeAPIServer struct {
 }
 
 // StartKubeAPIServer writes the files into dir and starts the binary against etcdURL, waiting
-// until /readyz answers. prefix keeps its keys apart from anything else in the cluster.
-func StartKubeAPIServer(t testing.TB, binary, dir, etcdURL, prefix string, files EtcdFiles) *KubeAPIServer {
+// until /readyz answers. prefix keeps its keys apart from anything else in the cluster; extra are
+// more flags.
+func StartKubeAPIServer(t testing.TB, binary, dir, etcdURL, prefix string, files EtcdFiles, extra ...string) *KubeAPIServer {
 	t.Helper()
 	if err := writeFiles(dir, files); err != nil {
 		t.Fatal(err)
@@ -115,6 +116,7 @@ func StartKubeAPIServer(t testing.TB, binary, dir, etcdURL, prefix string, files
 		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
 		"--authorization-mode=AlwaysAllow", "--token-auth-file="+filepath.Join(dir, "tokens.csv"),
 		"--endpoint-reconciler-type=none", "--enable-priority-and-fairness=false")...)
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", binary, err)
