@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"golang.org/x/crypto/bcrypt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/lru"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/authplan"
@@ -143,20 +143,25 @@ func passwordDigest(pw []byte) (string, error) {
 	return string(h), err
 }
 
+// matchedSize bounds the comparisons remembered: one a password user in a steady state, so beyond
+// a fleet's password users only churn is forgotten (and paid again, one bcrypt each).
+const matchedSize = 4096
+
 // matched remembers bcrypt comparisons already made (by the hash and the password's sha256, in
-// memory only), so a settled cluster does not pay a bcrypt per password user every reconcile.
-var matched sync.Map
+// memory only), so a settled cluster does not pay a bcrypt per password user every reconcile. Least
+// recently used first out: every password change adds an entry, and a map would keep them all.
+var matched = lru.New(matchedSize)
 
 func passwordMatches(recorded string, pw []byte) bool {
 	if recorded == "" {
 		return false
 	}
 	key := fmt.Sprintf("%s|%x", recorded, sha256.Sum256(pw))
-	if v, ok := matched.Load(key); ok {
+	if v, ok := matched.Get(key); ok {
 		return v.(bool)
 	}
 	ok := bcrypt.CompareHashAndPassword([]byte(recorded), pw) == nil
-	matched.Store(key, ok)
+	matched.Add(key, ok)
 	return ok
 }
 

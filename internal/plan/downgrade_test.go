@@ -250,3 +250,25 @@ func TestDowngradeFrom36(t *testing.T) {
 		t.Fatalf("got %s (stage %s from %q), want the downgrade recorded", d.Action, d.Action.DowngradeStage, d.Action.DowngradeFrom)
 	}
 }
+
+// CI (stop 43): cancelled while c-2's in-place restart onto 3.6.16 was not yet recorded on its
+// member (its Pod and its etcd say 3.6.16, its record still 3.7.3). The roll must still take it
+// forward, and the downgrade must not stay Cancelling with the cluster called Reconciled.
+func TestDowngradeCancelledBeforeTheRestartWasRecorded(t *testing.T) {
+	f := on37(t)
+	f.Cluster.Spec.Version = "3.7.3" // the user went back; adopted once etcd cancelled
+	f.downgradeAt(stewardv1.DowngradeCancelling)
+	f.Etcd.ClusterVersion = "3.6.0"
+	f.runs("c-2", "3.6.16", "3.6.0")
+	f.m("c-2").Template.Version = "3.7.3" // the record the restart had not yet replaced
+	f.m("c-2").Pod.RestartedFrom = "containerd://before"
+	d := Plan(f)
+	if (d.Action.Kind != DeletePod && d.Action.Kind != RestartContainer) || d.Action.Member != "c-2" {
+		t.Fatalf("want c-2 rolled forward, got %s %s", d.Action, d.Action.Message)
+	}
+	if c := d.Condition(ConditionProgressing); c.Reason == string(ReasonReconciled) {
+		t.Errorf("Progressing says %s with c-2 on 3.6.16", c.Reason)
+	}
+	f.runs("c-2", "3.7.3", "3.6.0")
+	expectStage(t, Plan(f), stewardv1.DowngradeCancelled)
+}

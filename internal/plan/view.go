@@ -85,13 +85,25 @@ func (v *view) setTarget(t stewardv1.MemberTemplate) {
 		if m.change.Has(ChangeResize) && v.resizeGivenUp(m) != "" {
 			m.change = m.change&^ChangeResize | ChangeRoll
 		}
-		if m.TrustOutdated || v.podBehind(m) {
+		if m.TrustOutdated || v.podBehind(m) || v.podAwayFrom(m, t) {
 			m.change |= ChangeRoll
 		}
 		if expansionNeeded(m.PVC, t, v.f.medium()) {
 			m.change |= ChangeExpand
 		}
 	}
+}
+
+// podAwayFrom: the member's record needs no roll to reach t, but its Pod, restarted in place, runs
+// a template that does. An in-place restart patches the Pod (image and template) first and records
+// the member after; a target changed in between (a downgrade cancelled while a member restarted onto
+// the older image: CI, stop 43) left the record on the new target and the Pod on the old one, and
+// the cluster was called Reconciled with a member on the older version. Only the Pod says what
+// runs then. (A Pod Steward built is built from the record, so without an in-place restart the two
+// agree.)
+func (v *view) podAwayFrom(m *memberView, t stewardv1.MemberTemplate) bool {
+	return m.Pod.Exists && !m.Pod.Deleting && m.Pod.Template != nil && m.Pod.RestartedFrom != "" &&
+		!Compare(m.Template, t, v.f.medium()).Has(ChangeRoll) && Compare(*m.Pod.Template, t, v.f.medium()).Has(ChangeRoll)
 }
 
 // podBehind: the member's Pod is not the Pod this Steward builds for the cluster now: an older
