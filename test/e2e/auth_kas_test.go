@@ -80,7 +80,7 @@ func TestAuthKubeAPIServer(t *testing.T) {
 	f.WaitFor(t, ns, "the kube-apiserver's compactor turning with auth on", time.Minute, func(ctx context.Context) (bool, error) {
 		lock, err := shared.Get(ctx, "compact_rev_key")
 		if err != nil || len(lock.Kvs) == 0 {
-			return false, fmt.Errorf("compact_rev_key: %v %v", lock, err)
+			return false, fmt.Errorf("compact_rev_key: %v: %w", lock, err)
 		}
 		turns = lock.Kvs[0].Version
 		return turns >= 3, fmt.Errorf("compact_rev_key at version %d", turns)
