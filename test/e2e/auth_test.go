@@ -49,7 +49,7 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 	// The operator killed mid-enable, once it began creating users (each recorded before its
 	// create): the next one resumes from etcd and status and never locks itself out.
 	var phase stewardv1.AuthPhase
-	waitAuth(t, ns, "Steward creating etcd users", 4*time.Minute, func(a *stewardv1.AuthStatus) bool {
+	waitAuth(t, ns, "Steward creating etcd users", 6*time.Minute, func(a *stewardv1.AuthStatus) bool {
 		phase = a.Phase
 		return len(a.ManagedUsers) > 0 || a.Phase == "On"
 	})
@@ -93,7 +93,10 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 	}
 	t.Logf("MEASURE auth switch traffic: %s", h.Summary())
 
-	// The tenant's own certificate: its prefix only.
+	// The tenant's own certificate: its prefix only. A context of its own: the traffic's check
+	// above may have used most of the last one's time on a loaded machine.
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	app := clientWith(t, ns, "db", f.ClientTLS(t, ns, "db-user-app-a"))
 	if _, err := app.Put(ctx, "/a/x", "mine"); err != nil {
 		t.Errorf("app-a writing its own prefix: %v", err)
@@ -130,6 +133,10 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 	// Off again, explicitly: the shared client and the operator go on.
 	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Auth.Enabled = false })
 	waitAuth(t, ns, "auth off", 3*time.Minute, func(a *stewardv1.AuthStatus) bool { return a.Phase == "Off" })
+	// A fresh context: the backup, its drill and the rotation above outlast any earlier one (CI
+	// failed here on a context created minutes before, not on etcd).
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	if _, err := cl.Put(ctx, "/auth-traffic/off", "ok"); err != nil {
 		t.Errorf("the shared client's write with auth off again: %v", err)
 	}
