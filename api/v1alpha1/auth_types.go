@@ -138,6 +138,12 @@ type AuthStatus struct {
 	// the revocation list members check holds them all.
 	// +optional
 	RevokedSerials []string `json:"revokedSerials,omitempty"`
+	// revokedCertificates are the revoked certificates with their expiry: a serial leaves
+	// revokedSerials and the revocation list an hour after its certificate expired (no member
+	// accepts it then, even one whose clock runs behind), so the list does not grow for good.
+	// A serial revoked without a recorded expiry stays.
+	// +optional
+	RevokedCertificates []AuthCertificate `json:"revokedCertificates,omitempty"`
 	// revokedUsers are users whose certificates were revoked. Such a name is created in etcd again
 	// only once every member's Pod was created after the revocation list that holds them: etcd
 	// checks the list only when a connection opens, so a connection opened before would speak as

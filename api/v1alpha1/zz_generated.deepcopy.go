@@ -174,6 +174,13 @@ func (in *AuthStatus) DeepCopyInto(out *AuthStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.RevokedCertificates != nil {
+		in, out := &in.RevokedCertificates, &out.RevokedCertificates
+		*out = make([]AuthCertificate, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.RevokedUsers != nil {
 		in, out := &in.RevokedUsers, &out.RevokedUsers
 		*out = make([]string, len(*in))

@@ -165,29 +165,30 @@ func passwordMatches(recorded string, pw []byte) bool {
 	return ok
 }
 
-// certificatesRevoked says whether every certificate Steward issued the user is on the recorded
-// revocation list: those status.auth.certificates holds and the one its Secret holds now.
+// certificatesRevoked says whether every certificate Steward issued the user that a member may
+// still accept is on the recorded revocation list: those status.auth.certificates holds and the
+// one its Secret holds now.
 func (r *EtcdClusterReconciler) certificatesRevoked(ctx context.Context, ec *stewardv1.EtcdCluster, user string) (bool, error) {
-	serials, err := r.issuedSerials(ctx, ec, user)
+	held, err := r.issuedCertificates(ctx, ec, user)
 	if err != nil {
 		return false, err
 	}
-	for _, s := range serials {
-		if ec.Status.Auth == nil || !slices.Contains(ec.Status.Auth.RevokedSerials, s) {
+	for _, c := range stillAccepted(held, r.now()) {
+		if ec.Status.Auth == nil || !slices.Contains(ec.Status.Auth.RevokedSerials, c.Serial) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-// issuedSerials are the serials (hex) of every certificate the user holds or held (userSerials).
-func (r *EtcdClusterReconciler) issuedSerials(ctx context.Context, ec *stewardv1.EtcdCluster, user string) ([]string, error) {
+// issuedCertificates are the certificates the user holds or held (heldCertificates).
+func (r *EtcdClusterReconciler) issuedCertificates(ctx context.Context, ec *stewardv1.EtcdCluster, user string) ([]stewardv1.AuthCertificate, error) {
 	var s corev1.Secret
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ec.Namespace, Name: UserSecretName(ec.Name, user)}, &s)
 	if apierrors.IsNotFound(err) {
-		return userSerials(ec.Status.Auth, user, nil), nil
+		return heldCertificates(ec.Status.Auth, user, nil), nil
 	} else if err != nil {
 		return nil, err
 	}
-	return userSerials(ec.Status.Auth, user, &s), nil
+	return heldCertificates(ec.Status.Auth, user, &s), nil
 }

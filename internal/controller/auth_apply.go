@@ -28,11 +28,11 @@ func (r *EtcdClusterReconciler) authenticate(ctx context.Context, ec *stewardv1.
 		}
 		return nil
 	case authplan.RevokeCertificates:
-		serials, err := r.issuedSerials(ctx, ec, s.User)
+		held, err := r.issuedCertificates(ctx, ec, s.User)
 		if err != nil {
 			return err
 		}
-		revoke(st, s.User, serials)
+		revoke(st, s.User, held, r.now())
 		return nil
 	}
 	cl := o.client

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,7 @@ func (r *EtcdClusterReconciler) userCertificates(ctx context.Context, ec *stewar
 	}
 	now := r.now()
 	st.Certificates = slices.DeleteFunc(st.Certificates, func(c stewardv1.AuthCertificate) bool { return !c.NotAfter.After(now) })
+	pruneRevoked(st, now)
 
 	if o.auth.Etcd.Err == nil {
 		// A revoked name declared again that etcd has again was created once the members were
@@ -109,10 +111,10 @@ func (r *EtcdClusterReconciler) userCertificates(ctx context.Context, ec *stewar
 		if !gone[name] {
 			continue
 		}
-		serials := userSerials(st, name, secrets[name])
-		revoke(st, name, serials)
+		held := heldCertificates(st, name, secrets[name])
+		revoke(st, name, held, now)
 		all := true
-		for _, serial := range serials {
+		for _, serial := range serialsOf(stillAccepted(held, now)) {
 			all = all && revokedBefore[serial]
 		}
 		if !all || !o.crl.current {
@@ -173,23 +175,49 @@ func recordCertificate(st *stewardv1.AuthStatus, user string, leaf *pki.Leaf) {
 	st.Certificates = append(st.Certificates, stewardv1.AuthCertificate{User: user, Serial: serial, NotAfter: metav1.NewTime(leaf.Cert.NotAfter)})
 }
 
-// userSerials are the serials of every certificate the user holds or held: recorded ones and the
-// one its Secret holds now.
-func userSerials(st *stewardv1.AuthStatus, user string, s *corev1.Secret) []string {
-	var out []string
+// revocationMargin is how long a serial stays on the revocation list after its certificate
+// expired: a member whose clock runs behind the operator's still accepts it until then.
+const revocationMargin = time.Hour
+
+// heldCertificates are the certificates the user holds or held: recorded ones and the one its
+// Secret holds now, sorted by serial.
+func heldCertificates(st *stewardv1.AuthStatus, user string, s *corev1.Secret) []stewardv1.AuthCertificate {
+	var out []stewardv1.AuthCertificate
 	if st != nil {
 		for _, c := range st.Certificates {
 			if c.User == user {
-				out = append(out, c.Serial)
+				out = append(out, c)
 			}
 		}
 	}
 	if s != nil {
-		if leaf := parseLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey]); leaf != nil && !slices.Contains(out, leaf.Cert.SerialNumber.Text(16)) {
-			out = append(out, leaf.Cert.SerialNumber.Text(16))
+		if leaf := parseLeaf(s.Data[pki.KeyCert], s.Data[pki.KeyKey]); leaf != nil {
+			serial := leaf.Cert.SerialNumber.Text(16)
+			if !slices.ContainsFunc(out, func(c stewardv1.AuthCertificate) bool { return c.Serial == serial }) {
+				out = append(out, stewardv1.AuthCertificate{User: user, Serial: serial, NotAfter: metav1.NewTime(leaf.Cert.NotAfter)})
+			}
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b stewardv1.AuthCertificate) int { return strings.Compare(a.Serial, b.Serial) })
+	return out
+}
+
+// stillAccepted are the certificates a member may still accept at now: one past its expiry and the
+// margin needs no revocation (and is not revoked again once pruned).
+func stillAccepted(cs []stewardv1.AuthCertificate, now time.Time) []stewardv1.AuthCertificate {
+	return slices.DeleteFunc(slices.Clone(cs), func(c stewardv1.AuthCertificate) bool { return expiredForGood(c, now) })
+}
+
+// expiredForGood: no member accepts the certificate any more, whatever its clock's lag.
+func expiredForGood(c stewardv1.AuthCertificate, now time.Time) bool {
+	return now.After(c.NotAfter.Add(revocationMargin))
+}
+
+func serialsOf(cs []stewardv1.AuthCertificate) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Serial)
+	}
 	return out
 }
 
@@ -214,15 +242,34 @@ func sameBundle(data []byte, bundle []*x509.Certificate) bool {
 	return err == nil && slices.Equal(pki.Fingerprints(have), pki.Fingerprints(bundle))
 }
 
-// revoke records serials as revoked and, when there are any, the user among those whose name
-// comes back only after every member restarted.
-func revoke(st *stewardv1.AuthStatus, user string, serials []string) {
-	for _, serial := range serials {
-		if !slices.Contains(st.RevokedSerials, serial) {
-			st.RevokedSerials = append(st.RevokedSerials, serial)
+// revoke records the certificates a member may still accept as revoked (serial and expiry) and,
+// when the user held any at all, the user among those whose name comes back only after every
+// member restarted: a connection opened before a certificate expired stays open, as one opened
+// before its revocation does.
+func revoke(st *stewardv1.AuthStatus, user string, held []stewardv1.AuthCertificate, now time.Time) {
+	for _, c := range stillAccepted(held, now) {
+		if !slices.Contains(st.RevokedSerials, c.Serial) {
+			st.RevokedSerials = append(st.RevokedSerials, c.Serial)
+		}
+		if !slices.ContainsFunc(st.RevokedCertificates, func(r stewardv1.AuthCertificate) bool { return r.Serial == c.Serial }) {
+			st.RevokedCertificates = append(st.RevokedCertificates, c)
 		}
 	}
-	if len(serials) > 0 && !slices.Contains(st.RevokedUsers, user) {
+	if len(held) > 0 && !slices.Contains(st.RevokedUsers, user) {
 		st.RevokedUsers = append(st.RevokedUsers, user)
 	}
+}
+
+// pruneRevoked drops the serials of revoked certificates that expired for good from the revocation
+// list's record. Serials without a recorded expiry (revoked before it was recorded) stay.
+func pruneRevoked(st *stewardv1.AuthStatus, now time.Time) {
+	var gone []string
+	st.RevokedCertificates = slices.DeleteFunc(st.RevokedCertificates, func(c stewardv1.AuthCertificate) bool {
+		if expiredForGood(c, now) {
+			gone = append(gone, c.Serial)
+			return true
+		}
+		return false
+	})
+	st.RevokedSerials = slices.DeleteFunc(st.RevokedSerials, func(s string) bool { return slices.Contains(gone, s) })
 }

@@ -183,6 +183,74 @@ func TestUserCertificateSecrets(t *testing.T) {
 	}
 }
 
+// Revoked serials do not pile up for good: a removed user's serials leave status (and with it the
+// revocation list) an hour after the last of its certificates expired, and not a moment before; a
+// serial revoked with no recorded expiry stays; a Secret's expired certificate is never revoked
+// again once pruned.
+func TestRevokedSerialsPruned(t *testing.T) {
+	ctx := context.Background()
+	ns, now, ca, r, ec := certSetup(t)
+	ec.Spec.Auth = &stewardv1.AuthSpec{Users: []stewardv1.AuthUser{{Name: "app-a"}, {Name: "app-b"}}}
+	ec.Spec.TLS = &stewardv1.TLSSpec{CertificateDuration: &metav1.Duration{Duration: 24 * time.Hour}}
+	app := appSecret(t, ca, *now, ca)
+	round := func(users []string, crlCurrent bool) {
+		t.Helper()
+		if err := r.UserCertificates(ctx, ec, ca, nil, app, users, crlCurrent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round([]string{"app-a", "app-b"}, false)
+	_, first := readCertSecret(t, client.ObjectKey{Namespace: ns, Name: controller.UserSecretName("demo", "app-a")})
+	*now = now.Add(20 * time.Hour) // app-a renewed: two certificates, the first expiring 4 h from here
+	round([]string{"app-a", "app-b"}, false)
+	round([]string{"app-a", "app-b"}, false)
+	ec.Status.Auth.RevokedSerials = append(ec.Status.Auth.RevokedSerials, "abc123") // revoked before expiries were recorded
+
+	ec.Spec.Auth.Users = ec.Spec.Auth.Users[1:] // app-a removed
+	round([]string{"app-a"}, true)              // app-b left out of etcd: its certificate is not renewed
+	round([]string{"app-a"}, true)
+	if s, _ := readCertSecret(t, client.ObjectKey{Namespace: ns, Name: controller.UserSecretName("demo", "app-a")}); s != nil {
+		t.Fatal("app-a's Secret outlived its revocation")
+	}
+	revoked := func() []string {
+		out := slices.Clone(ec.Status.Auth.RevokedSerials)
+		slices.Sort(out)
+		return out
+	}
+	if got := revoked(); len(got) != 3 || len(ec.Status.Auth.RevokedCertificates) != 2 {
+		t.Fatalf("revoked %v with expiries %v: want app-a's two and the old one", got, ec.Status.Auth.RevokedCertificates)
+	}
+
+	*now = first.NotAfter.Add(59 * time.Minute) // the first expired, inside the margin: kept
+	round([]string{"app-a"}, true)
+	if got := revoked(); len(got) != 3 {
+		t.Errorf("revoked %v: a serial pruned within an hour of its expiry", got)
+	}
+	*now = first.NotAfter.Add(61 * time.Minute)
+	round([]string{"app-a"}, true)
+	if got := revoked(); len(got) != 2 || slices.Contains(got, first.SerialNumber.Text(16)) {
+		t.Errorf("revoked %v: want the first certificate's serial %s pruned", got, first.SerialNumber.Text(16))
+	}
+	*now = now.Add(30 * 24 * time.Hour)
+	round([]string{"app-a"}, true)
+	if got := revoked(); !slices.Equal(got, []string{"abc123"}) || len(ec.Status.Auth.RevokedCertificates) != 0 {
+		t.Errorf("revoked %v, expiries %v: want only the serial without an expiry", got, ec.Status.Auth.RevokedCertificates)
+	}
+
+	// app-b removed long after its certificate expired (never renewed): nothing left to revoke.
+	ec.Spec.Auth.Users = nil
+	round([]string{"app-b"}, true)
+	if s, _ := readCertSecret(t, client.ObjectKey{Namespace: ns, Name: controller.UserSecretName("demo", "app-b")}); s != nil {
+		t.Error("app-b's Secret kept for a certificate that expired")
+	}
+	if got := revoked(); !slices.Equal(got, []string{"abc123"}) {
+		t.Errorf("revoked %v: an expired certificate was revoked", got)
+	}
+	if !slices.Contains(ec.Status.Auth.RevokedUsers, "app-b") {
+		t.Errorf("revoked users %v: app-b's name not held (a connection opened before its certificate expired stays open)", ec.Status.Auth.RevokedUsers)
+	}
+}
+
 // The backups' certificate (CN steward-backup, a root user: etcd lets only root take snapshots):
 // only with spec.auth, issued like a user's, left alone while current, following a CA rotation.
 func TestBackupCertificateSecret(t *testing.T) {
