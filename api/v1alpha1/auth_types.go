@@ -114,7 +114,9 @@ type AuthPhase string
 
 // AuthStatus is what Steward last did about etcd authentication.
 type AuthStatus struct {
-	// phase is Off, Enabling, On, Syncing, Disabling, Refused or Unknown.
+	// phase is Off, Enabling, On, Syncing, Disabling, Refused or Unknown; Undeclared when etcd
+	// has authentication on while spec.auth is not declared (a backup taken with auth on restored,
+	// or auth turned on by hand): Steward changes nothing about it, and says so here.
 	// +optional
 	Phase AuthPhase `json:"phase,omitempty"`
 	// message says what Steward waits for or why it refuses.

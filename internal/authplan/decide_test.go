@@ -254,6 +254,8 @@ func TestPhaseAndUsers(t *testing.T) {
 		want Phase
 	}{
 		{"undeclared", Facts{}, Off},
+		{"undeclared, etcd on (a restored backup)", Facts{Etcd: Observed{Enabled: true}}, Undeclared},
+		{"undeclared, etcd unreadable", Facts{Etcd: Observed{Err: errors.New("x")}}, Off},
 		{"declared off, etcd off", facts(func(f *Facts) { f.Enabled = false }), Off},
 		{"enabling", facts(nil), Enabling},
 		{"on", facts(func(f *Facts) { f.Etcd.Enabled = true }), On},
@@ -269,5 +271,9 @@ func TestPhaseAndUsers(t *testing.T) {
 		if got := PhaseOf(p.f, Decide(p.f)); got != p.want {
 			t.Errorf("%s: phase %s, want %s", p.name, got, p.want)
 		}
+	}
+	// Auth found on without spec.auth: Steward changes nothing about it.
+	if s := Decide(Facts{Etcd: Observed{Enabled: true}}); s.Kind != Nothing {
+		t.Errorf("undeclared with etcd on: step %v, want nothing", s)
 	}
 }

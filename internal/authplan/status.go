@@ -1,6 +1,9 @@
 package authplan
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Phase is status.auth.phase: where the cluster is between auth off and auth on.
 type Phase string
@@ -14,13 +17,25 @@ const (
 	Disabling Phase = "Disabling"
 	Refused   Phase = "Refused"
 	Unknown   Phase = "Unknown"
+	// Undeclared: etcd has authentication on while spec.auth is not declared (a restore of a
+	// backup taken with auth on, or auth turned on by hand). Steward changes nothing about it.
+	Undeclared Phase = "Undeclared"
 )
+
+// UndeclaredHelp says what auth on without spec.auth means and the two ways out.
+func UndeclaredHelp(self Identity) string {
+	return fmt.Sprintf("etcd authentication is on but spec.auth is not declared (restored from a backup taken with auth on, or "+
+		"turned on by hand): the shared client certificate (%s) works only if etcd has that user, and backups need a root user; "+
+		"declare spec.auth with enabled: true so Steward keeps its own users, or with enabled: false to turn it off", self.SharedClient)
+}
 
 // PhaseOf names where the cluster stands given the facts and the step Decide returned for them.
 func PhaseOf(f Facts, s Step) Phase {
 	switch {
 	case s.Kind == Refuse:
 		return Refused
+	case !f.Declared && f.Etcd.Enabled:
+		return Undeclared
 	case !f.Declared:
 		return Off
 	case f.Etcd.Err != nil:

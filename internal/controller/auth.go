@@ -36,7 +36,7 @@ func authIdentity(ec *stewardv1.EtcdCluster) authplan.Identity {
 func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.EtcdCluster, o *observed) authplan.Facts {
 	spec := ec.Spec.Auth
 	if spec == nil {
-		return authplan.Facts{}
+		return authplan.Facts{Self: authIdentity(ec), Etcd: authplan.Observed{Enabled: r.undeclaredAuthOn(ctx, ec, o)}}
 	}
 	cl := o.client
 	f := authplan.Facts{Declared: true, Enabled: spec.Enabled, Self: authIdentity(ec), Revoked: map[string]bool{},

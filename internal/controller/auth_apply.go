@@ -103,10 +103,14 @@ func etcdPermission(p authplan.Permission) etcd.AuthPermission {
 }
 
 // setAuthStatus writes status.auth's phase, message and users from this reconcile's facts and
-// step. A cluster without spec.auth has no status.auth.
+// step. A cluster without spec.auth has no status.auth, unless etcd has auth on all the same
+// (phase Undeclared, saying what that means).
 func setAuthStatus(ec *stewardv1.EtcdCluster, f authplan.Facts, s authplan.Step) {
 	if !f.Declared {
 		ec.Status.Auth = nil
+		if f.Etcd.Enabled {
+			ec.Status.Auth = &stewardv1.AuthStatus{Phase: stewardv1.AuthPhase(authplan.Undeclared), Message: authplan.UndeclaredHelp(f.Self)}
+		}
 		return
 	}
 	if ec.Status.Auth == nil {

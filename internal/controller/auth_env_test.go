@@ -119,6 +119,31 @@ func TestAuthRoundsOnARealEtcd(t *testing.T) {
 		t.Errorf("a certificate without a user: %v, want refused", err)
 	}
 
+	// The same etcd under a cluster without spec.auth (a backup taken with auth on restored under
+	// another spec): status says auth is on and what to do, and Steward changes nothing.
+	now := time.Now()
+	r2 := &controller.EtcdClusterReconciler{Client: env.Client, Clock: func() time.Time { return now }}
+	bare := &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: ns, UID: "uid-restored"}}
+	bare.Status.ClusterID = "c1"
+	undeclared := func(want string) {
+		t.Helper()
+		s, err := r2.AuthRound(ctx, bare, operator)
+		if err != nil || s.Kind != authplan.Nothing {
+			t.Fatalf("without spec.auth: step %v, %v", s, err)
+		}
+		got := "no status.auth"
+		if a := bare.Status.Auth; a != nil {
+			got = string(a.Phase)
+			if !strings.Contains(a.Message, "restored-client") || !strings.Contains(a.Message, "declare spec.auth") {
+				t.Errorf("message %q: want the shared client's user and the way out", a.Message)
+			}
+		}
+		if got != want {
+			t.Errorf("without spec.auth: %s, want %s", got, want)
+		}
+	}
+	undeclared("Undeclared")
+
 	ec.Spec.Auth.Enabled = false
 	if got := strings.Join(rounds(authplan.Nothing), " "); got != "AuthDisable Nothing" {
 		t.Errorf("steps: %s", got)
@@ -129,6 +154,14 @@ func TestAuthRoundsOnARealEtcd(t *testing.T) {
 	if _, err := stranger.Get(ctx, "/anything"); err != nil {
 		t.Errorf("auth off, yet: %v", err)
 	}
+	undeclared("Undeclared") // asked again only every few minutes
+	now = now.Add(6 * time.Minute)
+	undeclared("no status.auth")
+	if err := operator.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bare.Status.ClusterID = "c2" // a restore: asked at once
+	undeclared("Undeclared")
 }
 
 func clientCert(t *testing.T, ca *pki.CA, cn string) tls.Certificate {

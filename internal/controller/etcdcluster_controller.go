@@ -74,6 +74,10 @@ type EtcdClusterReconciler struct {
 	// certificatesApplied remembers, per cluster UID, when its cert-manager Certificates were
 	// last applied (certificatesRecord); losing it on restart costs one re-apply.
 	certificatesApplied sync.Map
+
+	// authProbes remembers, per cluster UID, whether etcd had authentication on while spec.auth
+	// was not declared (undeclaredAuthOn); losing it on restart costs one request per cluster.
+	authProbes sync.Map
 }
 
 // The operator's permissions, generated into config/rbac by controller-gen.

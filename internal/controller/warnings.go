@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/authplan"
 	"github.com/etcd-steward/steward/internal/backupplan"
 	"github.com/etcd-steward/steward/internal/plan"
 )
@@ -44,6 +45,9 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 	if c := turned(backupplan.ConditionBackupReady, metav1.ConditionFalse); c != nil {
 		out = append(out, warning{"BackupNotReady", "", fmt.Sprintf("%s: %s", c.Reason, c.Message)})
 	}
+	if undeclaredAuth(after) && !undeclaredAuth(before) {
+		out = append(out, warning{"AuthUndeclared", "", after.Auth.Message})
+	}
 	had := map[string]bool{}
 	for _, m := range before.Members {
 		for _, a := range m.Alarms {
@@ -65,4 +69,9 @@ func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv
 	for _, w := range warnings(before, &ec.Status) {
 		r.memberEvent(ec, w.member, corev1.EventTypeWarning, w.reason, "%s", w.message)
 	}
+}
+
+// undeclaredAuth: etcd has authentication on while spec.auth is not declared.
+func undeclaredAuth(st *stewardv1.EtcdClusterStatus) bool {
+	return st.Auth != nil && st.Auth.Phase == stewardv1.AuthPhase(authplan.Undeclared)
 }

@@ -36,9 +36,21 @@ func TestWarnings(t *testing.T) {
 		{"backups stale", healthy, st(nil, c("BackupReady", "False", "Stale")), "[{BackupNotReady  Stale: why}]"},
 		{"an alarm appears, once", st(nil), st([]string{"NOSPACE"}), "[{Alarm db-0 NOSPACE raised on db-0}]"},
 		{"the alarm stays", st([]string{"NOSPACE"}), st([]string{"NOSPACE"}), "[]"},
+		{"auth found on without spec.auth, once", st(nil), undeclared(st(nil)), "[{AuthUndeclared  auth on}]"},
+		{"auth still on without spec.auth", undeclared(st(nil)), undeclared(st(nil)), "[]"},
+		{"auth declared and on: no page", st(nil), withAuth(st(nil), "On"), "[]"},
 	} {
 		if got := fmt.Sprint(warnings(tc.before, tc.after)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
+}
+
+func withAuth(s *stewardv1.EtcdClusterStatus, phase string) *stewardv1.EtcdClusterStatus {
+	s.Auth = &stewardv1.AuthStatus{Phase: stewardv1.AuthPhase(phase), Message: "auth on"}
+	return s
+}
+
+func undeclared(s *stewardv1.EtcdClusterStatus) *stewardv1.EtcdClusterStatus {
+	return withAuth(s, "Undeclared")
 }

@@ -127,8 +127,14 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 		v := got.Status.Verification
 		return v != nil && v.Verified, fmt.Errorf("verification %+v", v)
 	})
+	// The backup restored into a cluster of another name, without spec.auth (it bootstraps while
+	// the rotation and removal below run).
+	create(t, newCluster(ns, "db2", 1, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: &stewardv1.RestoreSpec{BackupName: "with-auth"}}
+	}))
 	authPasswordRotation(t, ns)
 	authUserRemoved(t, ns, app)
+	authRestoredElsewhere(t, ns)
 
 	// Off again, explicitly: the shared client and the operator go on.
 	update(t, ns, "db", func(ec *stewardv1.EtcdCluster) { ec.Spec.Auth.Enabled = false })
@@ -146,8 +152,14 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 // waitAuth waits until status.auth satisfies done.
 func waitAuth(t *testing.T, ns, what string, timeout time.Duration, done func(*stewardv1.AuthStatus) bool) {
 	t.Helper()
+	waitAuthOf(t, ns, "db", what, timeout, done)
+}
+
+// waitAuthOf waits until the named cluster's status.auth satisfies done.
+func waitAuthOf(t *testing.T, ns, name, what string, timeout time.Duration, done func(*stewardv1.AuthStatus) bool) {
+	t.Helper()
 	f.WaitFor(t, ns, what, timeout, func(ctx context.Context) (bool, error) {
-		ec, err := get(ctx, ns, "db")
+		ec, err := get(ctx, ns, name)
 		if err != nil {
 			return false, err
 		}
@@ -243,6 +255,43 @@ func authUserRemoved(t *testing.T, ns string, app *clientv3.Client) {
 		_, err := app.Put(ctx, "/a/y", "after removal")
 		return err != nil, errors.New("app-a's write still accepted")
 	})
+}
+
+// authRestoredElsewhere: db's backup (taken with auth on) restored into db2 without spec.auth.
+// etcd comes back with auth on and db's users, so db2's shared client (CN db2-client, no such
+// user) is refused: status says so (phase Undeclared, with the way out) where it used to say
+// nothing. Declaring spec.auth gives db2's shared client its user, and the data is there.
+func authRestoredElsewhere(t *testing.T, ns string) {
+	t.Helper()
+	waitSettled(t, ns, "db2", 1, 4*time.Minute)
+	phase := func(want stewardv1.AuthPhase) {
+		t.Helper()
+		f.WaitFor(t, ns, "db2's auth "+string(want), 2*time.Minute, func(ctx context.Context) (bool, error) {
+			ec, err := get(ctx, ns, "db2")
+			if err != nil || ec.Status.Auth == nil {
+				return false, fmt.Errorf("status.auth %v: %w", ec.Status.Auth, err)
+			}
+			return ec.Status.Auth.Phase == want, fmt.Errorf("auth %s (%s)", ec.Status.Auth.Phase, ec.Status.Auth.Message)
+		})
+	}
+	phase("Undeclared")
+	shared := clientFor(t, ns, "db2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := shared.Get(ctx, "/a/x"); !errors.Is(err, rpctypes.ErrUserNotFound) && !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("db2's shared client before spec.auth: %v, want refused (db2-client is no user in db's data)", err)
+	}
+	f.WaitFor(t, ns, "a Warning event saying auth is on without spec.auth", 30*time.Second, func(context.Context) (bool, error) {
+		return len(eventsWith(t, ns, "db2", "AuthUndeclared")) > 0, errors.New("no AuthUndeclared event")
+	})
+	start := time.Now()
+	update(t, ns, "db2", func(ec *stewardv1.EtcdCluster) { ec.Spec.Auth = &stewardv1.AuthSpec{Enabled: true} })
+	phase("On")
+	measure(t, "restored elsewhere: spec.auth declared to On", time.Since(start))
+	got, err := shared.Get(ctx, "/a/x")
+	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "mine" {
+		t.Errorf("db2's shared client with spec.auth: %v %v, want app-a's key restored", got, err)
+	}
 }
 
 // permissionDenied are the operations etcd refused for want of permission.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -156,7 +157,9 @@ func TestTLSRenewal(t *testing.T) {
 }
 
 // A CA rotation on demand runs its three passes in order on every member, with never more than
-// one member unavailable and no acknowledged write lost, while clients reload the Secret.
+// one member unavailable and no acknowledged write lost, while clients reload the Secret. One
+// cluster runs with etcd auth on from its creation (issue 29): Steward's identities, the shared
+// client and a tenant's certificate all move to the new CA without losing their users.
 func TestCARotation(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -164,16 +167,34 @@ func TestCARotation(t *testing.T) {
 		// killAt: the operator is killed when status first shows this pass; the rotation must
 		// carry on from live state (Pod trust annotations, served leaves, the CA Secret).
 		killAt string
-	}{{"", ""}, {stewardv1.StorageMediumMemory, ""}, {"", "SwapLeaves"}} {
+		auth   bool
+	}{{"", "", true}, {stewardv1.StorageMediumMemory, "", false}, {"", "SwapLeaves", false}} {
 		label := medium2(c.medium)
 		if c.killAt != "" {
 			label += "-operator-killed-in-" + c.killAt
 		}
-		medium := c.medium
+		if c.auth {
+			label += "-auth"
+		}
+		medium, auth := c.medium, c.auth
 		t.Run(label, func(t *testing.T) {
 			t.Parallel()
 			// Every client here reloads the Secret: the shortest wait before dropping the old CA.
-			ns := settledCluster(t, "rot", 3, medium, shortDropGrace)
+			ns := settledCluster(t, "rot", 3, medium, shortDropGrace, func(ec *stewardv1.EtcdCluster) {
+				if auth {
+					ec.Spec.Auth = &stewardv1.AuthSpec{Enabled: true,
+						Roles: []stewardv1.AuthRole{{Name: "tenant-a", Permissions: []stewardv1.AuthPermission{{Prefix: "/a/", Access: stewardv1.AccessReadWrite}}}},
+						Users: []stewardv1.AuthUser{{Name: "app-a", Roles: []string{"tenant-a"}}}}
+				}
+			})
+			var tenant *clientv3.Client
+			if auth {
+				waitAuthOf(t, ns, "rot", "auth on with app-a ready", 3*time.Minute, func(a *stewardv1.AuthStatus) bool {
+					return a.Phase == "On" && len(a.Users) == 1 && a.Users[0].State == "Ready"
+				})
+				tenant = clientWith(t, ns, "rot", f.ClientTLS(t, ns, "rot-user-app-a"))
+				tenantWrites(t, tenant, "before")
+			}
 			oldCA := caFingerprint(t, ns, "rot")
 			data := putData(t, clientFor(t, ns, "rot"), "/rotation/", 20)
 			w := watchRoll(t, ns, "rot", 3)
@@ -241,6 +262,10 @@ func TestCARotation(t *testing.T) {
 			}
 			t.Logf("MEASURE CA rotation %s: %d %s steps", label, len(steps), reason)
 			checkData(t, clientFor(t, ns, "rot"), "/rotation/", data)
+			if auth {
+				// The tenant's client reloaded its Secret, now from the new CA: still app-a.
+				tenantWrites(t, tenant, "after")
+			}
 		})
 	}
 }
@@ -425,5 +450,21 @@ func checkPeerPort(t *testing.T, ns, name string, app *corev1.Secret) {
 		t.Error("the application client certificate was admitted on the peer port")
 	} else {
 		t.Logf("application certificate on the peer port: %v", err)
+	}
+}
+
+// tenantWrites: a tenant confined to /a/ writes and reads its prefix and is refused outside it.
+func tenantWrites(t *testing.T, tenant *clientv3.Client, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tenant.Put(ctx, "/a/"+key, key); err != nil {
+		t.Errorf("the tenant writing its prefix (%s): %v", key, err)
+	}
+	if got, err := tenant.Get(ctx, "/a/"+key); err != nil || len(got.Kvs) != 1 {
+		t.Errorf("the tenant reading its prefix (%s): %v %v", key, got, err)
+	}
+	if _, err := tenant.Get(ctx, "/rotation/", clientv3.WithPrefix()); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("the tenant reading outside its prefix (%s): %v, want permission denied", key, err)
 	}
 }
