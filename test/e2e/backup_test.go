@@ -97,12 +97,13 @@ func putMany(t *testing.T, c *clientv3.Client, prefix string, n int) map[string]
 }
 
 // restoredCluster creates a cluster seeded from restore and waits until it settles.
-func restoredCluster(t *testing.T, ns, name string, replicas int32, restore *stewardv1.RestoreSpec) time.Duration {
+func restoredCluster(t *testing.T, ns, name string, replicas int32, restore *stewardv1.RestoreSpec,
+	mutate ...func(*stewardv1.EtcdCluster)) time.Duration {
 	t.Helper()
 	start := time.Now()
-	create(t, newCluster(ns, name, replicas, "", func(ec *stewardv1.EtcdCluster) {
+	create(t, newCluster(ns, name, replicas, "", append(mutate, func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Bootstrap = &stewardv1.BootstrapSpec{Restore: restore}
-	}))
+	})...))
 	waitSettled(t, ns, name, replicas, 6*time.Minute)
 	return time.Since(start)
 }

@@ -99,9 +99,14 @@ func (w *pitrWorkload) step(ctx context.Context, t *testing.T, i int) {
 // revision and one to a time inside a pause in the writes. Each restored keyspace equals the
 // source's at that revision, read from the source with WithRev: every key, value, create and mod
 // revision, version, and the leases the keys hold.
+//
+// etcd auth is on in the source from its creation (issue 29): the base backup, the streamer's
+// watch and the chain's drill run as Steward's backup identity (root), and the restored clusters
+// come back with the source's users and declare spec.auth for their own shared client.
 func TestPointInTimeRestore(t *testing.T) {
 	t.Parallel()
-	ns := settledCluster(t, "src", 3, "")
+	ns := settledCluster(t, "src", 3, "", authOn)
+	waitAuthOf(t, ns, "src", "auth on", 2*time.Minute, func(a *stewardv1.AuthStatus) bool { return a.Phase == "On" })
 	dest, s3 := s3Storage(t, ns)
 	// Sealed under a key that is rotated mid-way: the chain spans both keys.
 	oldKey, newKey := ageIdentity(t), ageIdentity(t)
@@ -185,8 +190,9 @@ func TestPointInTimeRestore(t *testing.T) {
 	streamerFigures(t, ns, "pitr", float64(w.writes)/time.Since(streamStarted).Seconds())
 
 	restoreTo := func(name string, p *stewardv1.PointInTimeSpec) *stewardv1.EtcdCluster {
-		took := restoredCluster(t, ns, name, 1, &stewardv1.RestoreSpec{PointInTime: p})
+		took := restoredCluster(t, ns, name, 1, &stewardv1.RestoreSpec{PointInTime: p}, authOn)
 		measure(t, "point-in-time restore of a 1-member cluster to settled ("+name+")", took)
+		waitAuthOf(t, ns, name, name+"'s auth on", 2*time.Minute, func(a *stewardv1.AuthStatus) bool { return a.Phase == "On" })
 		ec, err := get(context.Background(), ns, name)
 		if err != nil {
 			t.Fatal(err)
@@ -406,3 +412,6 @@ func replayFigures(t *testing.T, ns, name string) {
 		}
 	}
 }
+
+// authOn declares etcd authentication on, Steward's own users only.
+func authOn(ec *stewardv1.EtcdCluster) { ec.Spec.Auth = &stewardv1.AuthSpec{Enabled: true} }
