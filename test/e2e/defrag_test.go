@@ -4,16 +4,19 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/resources"
 )
 
 // TestDefragmentation: a fragmented 3-member TLS cluster is defragmented by the threshold rule
@@ -21,8 +24,16 @@ import (
 // leadership away; every file shrinks and no acknowledged write is lost.
 func TestDefragmentation(t *testing.T) {
 	t.Parallel()
-	ns := settledCluster(t, "web", 3, "")
-	c := clientFor(t, ns, "web")
+	// etcd auth on (issue 29): defragmentation and leadership moves are root's alone.
+	ns := settledCluster(t, "web", 3, "", authOn)
+	waitAuthOf(t, ns, "web", "auth on", 2*time.Minute, func(a *stewardv1.AuthStatus) bool { return a.Phase == "On" })
+	// With auth on, compaction is root's alone (etcd checks it at its gRPC layer, 3.5.35, 3.6 and
+	// 3.7 alike): the shared client's full-access role is refused, so the fill and its compaction
+	// go through the backups' certificate (root).
+	c := clientWith(t, ns, "web", f.ClientTLS(t, ns, resources.BackupTLSSecretName("web")))
+	if _, err := clientFor(t, ns, "web").Compact(context.Background(), 1); !errors.Is(err, rpctypes.ErrPermissionDenied) {
+		t.Errorf("the shared client compacting with auth on: %v, want permission denied (root only)", err)
+	}
 	fragment(t, c, "/bulk/", 24)
 	initialLeader := leader(t, ns, "web")
 

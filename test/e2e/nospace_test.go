@@ -21,9 +21,11 @@ import (
 // member restarting.
 func TestNOSPACERecovered(t *testing.T) {
 	t.Parallel()
-	ns := settledCluster(t, "db", 3, "", func(ec *stewardv1.EtcdCluster) {
+	// etcd auth on (issue 29): Steward's compaction, defragmentation and disarm run as root.
+	ns := settledCluster(t, "db", 3, "", authOn, func(ec *stewardv1.EtcdCluster) {
 		ec.Spec.Options.QuotaBackendBytes = ptr.To(resource.MustParse("16Mi"))
 	})
+	waitAuthOf(t, ns, "db", "auth on", 2*time.Minute, func(a *stewardv1.AuthStatus) bool { return a.Phase == "On" })
 	before := uids(t, ns, "db")
 	cl := clientFor(t, ns, "db")
 	fillUntilNoSpace(t, cl)
