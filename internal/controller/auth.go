@@ -120,7 +120,9 @@ func permissionOf(p stewardv1.AuthPermission) authplan.Permission {
 // only cluster-labelled Secrets) and under its watch: a password changed in it reconciles the
 // cluster at once (before, the change waited for the next periodic reconcile, 30 s in the suite),
 // and later reads come from the cache, not one GET per password user per reconcile. A Secret
-// labelled for another cluster is read past the cache and left as it is.
+// labelled for another cluster is in the cache too (it holds every Secret with the label's key)
+// and is left as it is: its changes reconcile that cluster at once and this one at its next
+// reconcile.
 func (r *EtcdClusterReconciler) password(ctx context.Context, ec *stewardv1.EtcdCluster, u stewardv1.AuthUser) ([]byte, error) {
 	ref := u.PasswordSecretRef
 	key := ref.Key
@@ -129,7 +131,7 @@ func (r *EtcdClusterReconciler) password(ctx context.Context, ec *stewardv1.Etcd
 	}
 	name := types.NamespacedName{Namespace: ec.Namespace, Name: ref.Name}
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, name, &s); err != nil || s.Labels[stewardv1.LabelCluster] != ec.Name {
+	if err := r.Client.Get(ctx, name, &s); err != nil {
 		if err := r.reader().Get(ctx, name, &s); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("the password Secret %s is not found", ref.Name)
