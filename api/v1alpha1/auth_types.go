@@ -119,7 +119,8 @@ type AuthStatus struct {
 	// or auth turned on by hand): Steward changes nothing about it, and says so here.
 	// +optional
 	Phase AuthPhase `json:"phase,omitempty"`
-	// message says what Steward waits for or why it refuses.
+	// message says what Steward waits for or why it refuses; with auth on and nothing left to do,
+	// it says so when etcd's auto-compaction is not set (etcd lets only root compact).
 	// +optional
 	Message string `json:"message,omitempty"`
 	// users are the declared users' states.

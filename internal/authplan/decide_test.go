@@ -272,6 +272,24 @@ func TestPhaseAndUsers(t *testing.T) {
 			t.Errorf("%s: phase %s, want %s", p.name, got, p.want)
 		}
 	}
+	// Only root may compact (etcd's kvServer.Compact): with auth on, history is compacted only by
+	// etcd's own auto-compaction or a root client, so status says so while none is set.
+	for _, m := range []struct {
+		name string
+		f    Facts
+		want string
+	}{
+		{"on without auto-compaction", facts(func(f *Facts) { f.Etcd.Enabled = true }), CompactionHint},
+		{"on with auto-compaction", facts(func(f *Facts) { f.Etcd.Enabled = true; f.AutoCompaction = true }), ""},
+		{"enabling: the step, not the hint", facts(nil), Decide(facts(nil)).String()},
+		{"off: no hint", facts(func(f *Facts) { f.Enabled = false }), ""},
+		{"undeclared: its own help", Facts{Etcd: Observed{Enabled: true}}, UndeclaredHelp(Identity{})},
+		{"refused: the reason", facts(func(f *Facts) { f.Users = []User{{Name: RootUser}} }), "Refuse"},
+	} {
+		if got := Message(m.f, Decide(m.f)); got != m.want && (m.want == "" || !strings.HasPrefix(got, m.want)) {
+			t.Errorf("%s: message %q, want %q", m.name, got, m.want)
+		}
+	}
 	// Auth found on without spec.auth: Steward changes nothing about it.
 	if s := Decide(Facts{Etcd: Observed{Enabled: true}}); s.Kind != Nothing {
 		t.Errorf("undeclared with etcd on: step %v, want nothing", s)

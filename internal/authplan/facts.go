@@ -87,6 +87,10 @@ type Facts struct {
 
 	Etcd Observed
 
+	// AutoCompaction: spec.options sets etcd's auto-compaction. With auth on only root may compact,
+	// so without it nothing but Steward-scheduled or root clients would ever compact history.
+	AutoCompaction bool
+
 	// CRLServed: every member runs with --client-crl-file and serves the revocation list that
 	// holds every revoked serial status records. Tenant users are created only then, so that
 	// deleting one later can revoke its certificate before the name can come back.

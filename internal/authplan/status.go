@@ -29,6 +29,28 @@ func UndeclaredHelp(self Identity) string {
 		"declare spec.auth with enabled: true so Steward keeps its own users, or with enabled: false to turn it off", self.SharedClient)
 }
 
+// CompactionHint is status.auth.message while auth is on and etcd compacts nothing by itself. etcd
+// lets only root compact (kvServer.Compact checks admin permission, 3.5 to 3.7), so a
+// kube-apiserver or any client on its own user that compacts is refused and history grows until the
+// backend quota raises NOSPACE.
+const CompactionHint = "auth is on and etcd's auto-compaction is not set: etcd lets only root compact, so clients on their " +
+	"own users (a kube-apiserver's compactor among them) cannot, and history grows until NOSPACE; set " +
+	"spec.options.autoCompactionMode and autoCompactionRetention (for example periodic, 5m)"
+
+// Message is status.auth.message: the undeclared help, the step Steward waits on, or, with
+// nothing left to do and auth on, the compaction hint while etcd compacts nothing by itself.
+func Message(f Facts, s Step) string {
+	switch p := PhaseOf(f, s); {
+	case p == Undeclared:
+		return UndeclaredHelp(f.Self)
+	case !s.Done():
+		return s.String()
+	case p == On && !f.AutoCompaction:
+		return CompactionHint
+	}
+	return ""
+}
+
 // PhaseOf names where the cluster stands given the facts and the step Decide returned for them.
 func PhaseOf(f Facts, s Step) Phase {
 	switch {

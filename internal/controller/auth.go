@@ -42,7 +42,7 @@ func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.Etc
 	}
 	cl := o.client
 	f := authplan.Facts{Declared: true, Enabled: spec.Enabled, Self: authIdentity(ec), Revoked: map[string]bool{},
-		CRLServed: crlServed(ec, o)}
+		CRLServed: crlServed(ec, o), AutoCompaction: ec.Spec.Options.AutoCompactionMode != ""}
 	for _, role := range spec.Roles {
 		out := authplan.Role{Name: role.Name}
 		for _, p := range role.Permissions {

@@ -109,7 +109,7 @@ func setAuthStatus(ec *stewardv1.EtcdCluster, f authplan.Facts, s authplan.Step)
 	if !f.Declared {
 		ec.Status.Auth = nil
 		if f.Etcd.Enabled {
-			ec.Status.Auth = &stewardv1.AuthStatus{Phase: stewardv1.AuthPhase(authplan.Undeclared), Message: authplan.UndeclaredHelp(f.Self)}
+			ec.Status.Auth = &stewardv1.AuthStatus{Phase: stewardv1.AuthPhase(authplan.Undeclared), Message: authplan.Message(f, s)}
 		}
 		return
 	}
@@ -118,10 +118,7 @@ func setAuthStatus(ec *stewardv1.EtcdCluster, f authplan.Facts, s authplan.Step)
 	}
 	st := ec.Status.Auth
 	st.Phase = stewardv1.AuthPhase(authplan.PhaseOf(f, s))
-	st.Message = ""
-	if !s.Done() {
-		st.Message = s.String()
-	}
+	st.Message = authplan.Message(f, s)
 	st.Users = nil
 	for _, u := range authplan.Users(f) {
 		st.Users = append(st.Users, stewardv1.AuthUserStatus{Name: u.Name, State: u.State, Message: u.Message})

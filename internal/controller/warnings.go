@@ -66,7 +66,11 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 
 // warn records the Warning Events of a status change.
 func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv1.EtcdClusterStatus) {
-	for _, w := range warnings(before, &ec.Status) {
+	ws := warnings(before, &ec.Status)
+	if authWentOn(before, &ec.Status) && ec.Spec.Options.AutoCompactionMode == "" {
+		ws = append(ws, warning{"AuthWithoutCompaction", "", authplan.CompactionHint})
+	}
+	for _, w := range ws {
 		r.memberEvent(ec, w.member, corev1.EventTypeWarning, w.reason, "%s", w.message)
 	}
 }
@@ -74,4 +78,16 @@ func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv
 // undeclaredAuth: etcd has authentication on while spec.auth is not declared.
 func undeclaredAuth(st *stewardv1.EtcdClusterStatus) bool {
 	return st.Auth != nil && st.Auth.Phase == stewardv1.AuthPhase(authplan.Undeclared)
+}
+
+// authWentOn: etcd auth is on now (On, or Syncing a user) and was not before. Steward's own
+// identity compacts as root; every other user is refused, so without etcd's auto-compaction history
+// grows until NOSPACE: said once when auth goes on, not after each user change.
+func authWentOn(before, after *stewardv1.EtcdClusterStatus) bool {
+	// Unknown (etcd unreadable for a moment) is no change either.
+	return authOn(after) && !authOn(before) && (before.Auth == nil || before.Auth.Phase != stewardv1.AuthPhase(authplan.Unknown))
+}
+
+func authOn(st *stewardv1.EtcdClusterStatus) bool {
+	return st.Auth != nil && (st.Auth.Phase == stewardv1.AuthPhase(authplan.On) || st.Auth.Phase == stewardv1.AuthPhase(authplan.Syncing))
 }

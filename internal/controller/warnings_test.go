@@ -54,3 +54,31 @@ func withAuth(s *stewardv1.EtcdClusterStatus, phase string) *stewardv1.EtcdClust
 func undeclared(s *stewardv1.EtcdClusterStatus) *stewardv1.EtcdClusterStatus {
 	return withAuth(s, "Undeclared")
 }
+
+func TestAuthWentOn(t *testing.T) {
+	for _, tc := range []struct {
+		before, after string
+		want          bool
+	}{
+		{"", "On", true},
+		{"Enabling", "On", true},
+		{"Enabling", "Syncing", true},
+		{"Off", "On", true},
+		{"Syncing", "On", false}, // a user synced with auth on: no second page
+		{"On", "On", false},
+		{"On", "Syncing", false},
+		{"On", "Disabling", false},
+		{"Undeclared", "Undeclared", false},
+		{"Unknown", "On", false}, // etcd unreadable for a moment
+		{"Undeclared", "On", true},
+	} {
+		before, after := st(nil), st(nil)
+		if tc.before != "" {
+			before = withAuth(before, tc.before)
+		}
+		after = withAuth(after, tc.after)
+		if got := authWentOn(before, after); got != tc.want {
+			t.Errorf("%s to %s: %v, want %v", tc.before, tc.after, got, tc.want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/authplan"
 	"github.com/etcd-steward/steward/internal/pki"
 	"github.com/etcd-steward/steward/internal/resources"
 	"github.com/etcd-steward/steward/test/e2e/framework"
@@ -73,6 +74,17 @@ func TestAuthEnabledUnderTraffic(t *testing.T) {
 		}
 	}
 	t.Logf("rolls %q; leadership moves %q", eventsWith(t, ns, "db", "DeletePod"), eventsWith(t, ns, "db", "MoveLeader"))
+	// No auto-compaction is set here: status and a Warning say nothing compacts history now.
+	var ec stewardv1.EtcdCluster
+	if err := f.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "db"}, &ec); err != nil {
+		t.Fatal(err)
+	}
+	if ec.Status.Auth == nil || ec.Status.Auth.Message != authplan.CompactionHint {
+		t.Errorf("status.auth with auth on and no auto-compaction: %+v, want the compaction hint", ec.Status.Auth)
+	}
+	if got := eventsWith(t, ns, "db", "AuthWithoutCompaction"); len(got) != 1 {
+		t.Errorf("AuthWithoutCompaction events: %q, want one", got)
+	}
 
 	// The shared client kept working: a write after auth is on, and the traffic's record.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
