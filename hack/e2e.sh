@@ -18,8 +18,10 @@ need_root
 
 started=0
 cm_pid=""
+cpu_pid=""
 finish() {
   local rc=$?
+  cpu_stop
   if [[ -n $cm_pid ]]; then kill "$cm_pid" 2>/dev/null || true; wait "$cm_pid" 2>/dev/null || true; fi
   if ((started)) && [[ ${KEEP_CLUSTER:-0} != 1 ]]; then
     "$ROOT/hack/localkube/down.sh" || rc=1
@@ -27,6 +29,23 @@ finish() {
     log "KEEP_CLUSTER=1: the cluster stays up (export KUBECONFIG=$KUBECONFIG_ADMIN)"
   fi
   exit "$rc"
+}
+# cpu_start NAME / cpu_stop: hack/cpushare records whose CPU the phase used, into
+# _out/e2e/cpu-NAME.txt, printed when the phase ends. On CI's 2 cores the scenarios run CPU-bound,
+# so the phase's time is its CPU: this says where it went. Best effort: never fails the run.
+cpu_start() {
+  cpu_stop
+  [[ -x $OUT/bin/cpushare ]] || return 0
+  "$OUT/bin/cpushare" -out "$OUT/e2e/cpu-$1.txt" &
+  cpu_pid=$!
+  cpu_file=$OUT/e2e/cpu-$1.txt
+}
+cpu_stop() {
+  [[ -n $cpu_pid ]] || return 0
+  kill "$cpu_pid" 2>/dev/null || true
+  wait "$cpu_pid" 2>/dev/null || true
+  cpu_pid=""
+  if [[ -f $cpu_file ]]; then log "CPU of the phase ($cpu_file):"; head -16 "$cpu_file" || true; fi
 }
 trap finish EXIT
 
@@ -42,6 +61,7 @@ fi
 "$ROOT/hack/localkube/install-operator.sh"
 
 mkdir -p "$OUT/e2e"
+go build -o "$OUT/bin/cpushare" "$ROOT/hack/cpushare" || log "WARNING: hack/cpushare did not build; no CPU figures"
 # cert-manager, for the CertManager-source scenario: built from the module proxy
 # (hack/certmanager) and run as a host process against the cluster, so no image is needed.
 "$ROOT/hack/toolchain.sh" certmanager
@@ -88,7 +108,9 @@ go_test() {
 if [[ ${E2E_SCENARIO_PHASE:-1} == 1 ]]; then
   log "go test -tags e2e ./test/e2e/... (etcd: $STEWARD_E2E_ETCD_VERSIONS)"
   # Scenarios run in parallel namespaces; go test's default (GOMAXPROCS = 2 here) would serialize them.
+  cpu_start scenarios
   go_test go-test.log -timeout "${E2E_TIMEOUT:-65m}" -parallel "${E2E_PARALLEL:-4}" ${E2E_RUN:+-run "$E2E_RUN"}
+  cpu_stop
 fi
 
 # Install phase, only after the scenarios above passed (set -e), one test at a time: TestInstall
@@ -101,7 +123,9 @@ if [[ ${E2E_INSTALL_PHASE:-1} == 1 ]]; then
   export STEWARD_E2E_PREVIOUS_IMAGE
   log "install phase: go test -tags e2e ./test/e2e/... -run 'TestInstall|TestUpgradeFromPreviousRelease' (STEWARD_E2E_INSTALL_PHASE=1)"
   install_start=$SECONDS
+  cpu_start install
   STEWARD_E2E_INSTALL_PHASE=1 go_test go-test-install.log -timeout 15m -parallel 1 -run 'TestInstall|TestUpgradeFromPreviousRelease'
+  cpu_stop
   log "install phase passed in $((SECONDS - install_start))s"
 fi
 
@@ -111,6 +135,8 @@ fi
 if [[ ${E2E_CHAOS_PHASE:-1} == 1 ]]; then
   log "chaos phase: go test -tags e2e ./test/e2e/... -run '^TestChaos$' (STEWARD_E2E_CHAOS_PHASE=1)"
   chaos_start=$SECONDS
+  cpu_start chaos
   STEWARD_E2E_CHAOS_PHASE=1 go_test go-test-chaos.log -timeout "${E2E_CHAOS_TIMEOUT:-20m}" -parallel 8 -run '^TestChaos$'
+  cpu_stop
   log "chaos phase passed in $((SECONDS - chaos_start))s (reports: _out/e2e/chaos/)"
 fi
