@@ -7,9 +7,21 @@ import (
 	"time"
 )
 
-// PollInterval is how often WaitFor re-checks a condition: short, because rollouts
-// are measured in seconds on the local cluster and tests should not add latency.
+// PollInterval is how often WaitFor re-checks a condition during its first 30 seconds: short,
+// because rollouts are measured in seconds on the local cluster and tests should not add latency.
+// A wait that lasts longer re-checks every 500 ms (pollInterval): most conditions read the API
+// server and some etcd, and on CI's 2 cores, where the scenarios run CPU-bound, dozens of waits
+// polling four times a second for minutes took CPU from the very thing they waited for. Not
+// slower than that: a condition may be a state that lasts a second (a member being replaced).
 const PollInterval = 250 * time.Millisecond
+
+// pollInterval is the pause after an attempt made waited into a wait.
+func pollInterval(waited time.Duration) time.Duration {
+	if waited < 30*time.Second {
+		return PollInterval
+	}
+	return 2 * PollInterval
+}
 
 // Condition reports whether what a test waits for holds. A non-nil error is kept as
 // the "last error" for the failure message but does not stop the wait: transient API
@@ -57,7 +69,7 @@ func Poll(ctx context.Context, timeout time.Duration, cond Condition) error {
 				return fmt.Errorf("not done after %s; last error: %w", time.Since(start).Round(time.Millisecond), last)
 			}
 			return fmt.Errorf("not done after %s", time.Since(start).Round(time.Millisecond))
-		case <-time.After(PollInterval):
+		case <-time.After(pollInterval(time.Since(start))):
 		}
 	}
 }
