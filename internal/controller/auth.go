@@ -29,6 +29,10 @@ const (
 // UserSecretName is the Secret holding a declared etcd user's client certificate.
 func UserSecretName(cluster, user string) string { return cluster + "-user-" + user }
 
+// autoCompacts: the spec sets etcd's own auto-compaction (with auth on, only root and etcd itself
+// can compact).
+func autoCompacts(ec *stewardv1.EtcdCluster) bool { return ec.Spec.Options.AutoCompactionMode != "" }
+
 func authIdentity(ec *stewardv1.EtcdCluster) authplan.Identity {
 	return authplan.Identity{Operator: OperatorCommonName, Backup: BackupCommonName, SharedClient: ec.Name + "-client"}
 }
@@ -42,7 +46,7 @@ func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.Etc
 	}
 	cl := o.client
 	f := authplan.Facts{Declared: true, Enabled: spec.Enabled, Self: authIdentity(ec), Revoked: map[string]bool{},
-		CRLServed: crlServed(ec, o), AutoCompaction: ec.Spec.Options.AutoCompactionMode != ""}
+		CRLServed: crlServed(ec, o), AutoCompaction: autoCompacts(ec)}
 	for _, role := range spec.Roles {
 		out := authplan.Role{Name: role.Name}
 		for _, p := range role.Permissions {

@@ -67,7 +67,7 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 // warn records the Warning Events of a status change.
 func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv1.EtcdClusterStatus) {
 	ws := warnings(before, &ec.Status)
-	if authWentOn(before, &ec.Status) && ec.Spec.Options.AutoCompactionMode == "" {
+	if authWentOn(before, &ec.Status) && !autoCompacts(ec) {
 		ws = append(ws, warning{"AuthWithoutCompaction", "", authplan.CompactionHint})
 	}
 	for _, w := range ws {
