@@ -56,8 +56,9 @@ lint: tools ## golangci-lint with .golangci.yml.
 	if [ -d test/e2e ]; then $(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,bench ./test/e2e/...; fi
 
 .PHONY: build
-build: ## Build the steward binary into _out/bin.
+build: ## Build the steward and steward-member binaries into _out/bin.
 	CGO_ENABLED=0 go build -trimpath -o _out/bin/steward ./cmd/steward
+	CGO_ENABLED=0 go build -trimpath -o _out/bin/steward-member ./cmd/steward-member
 
 .PHONY: plugin
 plugin: ## Build the kubectl etcd plugin into _out/bin (put it on PATH to use `kubectl etcd`).

@@ -19,7 +19,7 @@ cluster-status: ## Show the local cluster's processes and node.
 	$(LOCALKUBE)/status.sh
 
 load-images: ## Rebuild the operator image and import all images into the running cluster.
-	$(LOCALKUBE)/build.sh operator images
+	$(LOCALKUBE)/build.sh addons operator images
 	$(LOCALKUBE)/load-images.sh
 
 sandbox: ## Cluster + Steward installed from config/ + the sample EtcdCluster.

@@ -19,12 +19,13 @@ import (
 
 	"github.com/etcd-steward/steward/internal/datacheck"
 	"github.com/etcd-steward/steward/internal/manager"
+	"github.com/etcd-steward/steward/internal/selfinstall"
 	"github.com/etcd-steward/steward/internal/snapshot/cli"
 )
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "install-self" {
-		if err := cli.InstallSelf(os.Args[2]); err != nil {
+		if err := selfinstall.Install(os.Args[2]); err != nil {
 			_, _ = os.Stderr.WriteString("steward install-self: " + err.Error() + "\n")
 			os.Exit(1)
 		}

@@ -4,7 +4,7 @@
 //
 //	images pause    -bin PAUSE -tag registry.k8s.io/pause:3.10 -o pause.tar
 //	images etcd     -etcd ETCD -etcdctl ETCDCTL [-etcdutl ETCDUTL] -busybox /bin/busybox -tag gcr.io/etcd-development/etcd:v3.6.16 -o etcd.tar
-//	images operator -bin STEWARD -tag ghcr.io/etcd-steward/steward:dev -o steward.tar
+//	images operator -bin STEWARD -member-bin STEWARD_MEMBER -tag ghcr.io/etcd-steward/steward:dev -o steward.tar
 package main
 
 import (
@@ -30,6 +30,7 @@ func main() {
 	tag := fs.String("tag", "", "image reference to tag the archive with")
 	out := fs.String("o", "", "output archive")
 	bin := fs.String("bin", "", "the image's binary (pause, operator)")
+	memberBin := fs.String("member-bin", "", "the member binary member Pods copy and run (operator)")
 	etcd := fs.String("etcd", "", "etcd server binary")
 	etcdctl := fs.String("etcdctl", "", "etcdctl binary")
 	etcdutl := fs.String("etcdutl", "", "etcdutl binary (optional)")
@@ -47,7 +48,7 @@ func main() {
 	case "etcd":
 		img, err = etcdImage(*etcd, *etcdctl, *etcdutl, *busybox)
 	case "operator":
-		img, err = operatorImage(*bin)
+		img, err = operatorImage(*bin, *memberBin)
 	default:
 		err = fmt.Errorf("unknown image kind %q", os.Args[1])
 	}

@@ -50,14 +50,22 @@ func etcdImage(etcd, etcdctl, etcdutl, busybox string) (v1.Image, error) {
 }
 
 // operatorImage holds the manager at /steward, and at /manager too because
-// kubebuilder-style manifests run `command: [/manager]`. Non-root UID so a
-// `runAsNonRoot: true` Pod is admitted.
-func operatorImage(bin string) (v1.Image, error) {
+// kubebuilder-style manifests run `command: [/manager]`, and the member binary at
+// /steward-member (member Pods' init container copies it for the etcd container;
+// optional, as releases before it had none). Non-root UID so a `runAsNonRoot: true`
+// Pod is admitted.
+func operatorImage(bin, memberBin string) (v1.Image, error) {
 	if err := required("bin", bin); err != nil {
 		return nil, err
 	}
-	return build(v1.Config{Entrypoint: []string{"/steward"}, User: "65532:65532", Env: []string{envPath}},
-		append(baseFiles(), file("/steward", bin, 0o755), symlink("/manager", "steward")))
+	files := append(baseFiles(), file("/steward", bin, 0o755), symlink("/manager", "steward"))
+	if memberBin != "" {
+		if err := required("member-bin", memberBin); err != nil {
+			return nil, err
+		}
+		files = append(files, file("/steward-member", memberBin, 0o755))
+	}
+	return build(v1.Config{Entrypoint: []string{"/steward"}, User: "65532:65532", Env: []string{envPath}}, files)
 }
 
 // busyboxLayer installs busybox at /bin/busybox with a symlink per applet.

@@ -80,6 +80,8 @@ build_operator() {
   [[ -d $ROOT/cmd/steward ]] || { log "cmd/steward does not exist yet; no operator image"; return 0; }
   mkdir -p "$OUT/bin"
   "$GO" build -trimpath -tags "${STEWARD_OPERATOR_TAGS-failpoints}" -o "$OUT/bin/steward" ./cmd/steward
+  # What member Pods copy and run (the data check): in the same image, a binary of its own.
+  "$GO" build -trimpath -o "$OUT/bin/steward-member" ./cmd/steward-member
 }
 
 # image KIND ARCHIVE TAG INPUT... -- FLAGS...: (re)write ARCHIVE when an INPUT is newer.
@@ -105,7 +107,8 @@ build_images() {
       -etcd "$dir/etcd" -etcdctl "$dir/etcdctl" -etcdutl "$dir/etcdutl" -busybox "$busybox"
   done
   if [[ -x $OUT/bin/steward ]]; then
-    image operator "$IMAGES_DIR/steward.tar" "$OPERATOR_IMAGE" "$OUT/bin/steward" -- -bin "$OUT/bin/steward"
+    image operator "$IMAGES_DIR/steward.tar" "$OPERATOR_IMAGE" "$OUT/bin/steward" "$OUT/bin/steward-member" -- \
+      -bin "$OUT/bin/steward" -member-bin "$OUT/bin/steward-member"
   fi
 }
 

@@ -58,7 +58,7 @@ func TestCreatePodRefusedWithoutTheStewardImage(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ghost-0"}, pod); err != nil {
 		t.Fatal(err)
 	}
-	if cmd := strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "member run-etcd") {
+	if cmd := strings.Join(pod.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "steward-member run-etcd") {
 		t.Errorf("etcd must start through the data check: command %q", cmd)
 	}
 

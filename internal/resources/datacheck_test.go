@@ -15,8 +15,11 @@ func TestPodStartsThroughTheDataCheck(t *testing.T) {
 	if len(p.Spec.InitContainers) != 1 || p.Spec.InitContainers[0].Image != "steward:dev" {
 		t.Fatalf("init containers %+v", p.Spec.InitContainers)
 	}
+	if got := strings.Join(p.Spec.InitContainers[0].Command, " "); got != "/steward-member install-self /steward-tools/steward-member" {
+		t.Errorf("the init container copies %q, want the member binary", got)
+	}
 	cmd := strings.Join(p.Spec.Containers[0].Command, " ")
-	want := "/steward-tools/steward member run-etcd --data-dir=/var/lib/etcd/data --marker=/steward-tools/started " +
+	want := "/steward-tools/steward-member run-etcd --data-dir=/var/lib/etcd/data --marker=/steward-tools/started " +
 		"--member-id=8e9e05c52164694d --expect-data -- /usr/local/bin/etcd"
 	if cmd != want {
 		t.Errorf("command %q\nwant    %q", cmd, want)

@@ -16,7 +16,7 @@ const NonRootID int64 = 65532
 // carry a lower one are rolled onto the new Pod, one at a time (plan.Facts.PodRevision), instead of
 // being left on the old one or all changing at once. TestPodRevisionGuardsRendering fails when the
 // rendering changes and this does not. Revision 1 is every Pod built before it was recorded.
-const PodRevision = 2
+const PodRevision = 3
 
 // RestrictedPod is the Pod-level security context of member Pods and Steward's Jobs: non-root, the
 // runtime's default seccomp profile, and volumes group-owned by NonRootID. OnRootMismatch makes the

@@ -207,8 +207,9 @@ func hostPID(t *testing.T, fragments ...string) int {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		// Not the wrapper that runs etcd as its child (`steward member run-etcd … -- etcd …`).
-		if !strings.Contains(cmd, "etcd") || strings.Contains(cmd, "member run-etcd") {
+		// Not the wrapper that runs etcd as its child (`steward-member run-etcd … -- etcd …`, or
+		// `steward member run-etcd` in a Pod built before the member binary existed).
+		if !strings.Contains(cmd, "etcd") || strings.Contains(cmd, " run-etcd ") {
 			continue
 		}
 		all := true

@@ -119,17 +119,3 @@ func TestS3DefaultsToAmazon(t *testing.T) {
 		t.Errorf("location %s, key %s", loc, key)
 	}
 }
-
-func TestInstallSelf(t *testing.T) {
-	dest := filepath.Join(t.TempDir(), "tools", "steward")
-	if err := InstallSelf(dest); err != nil {
-		t.Fatal(err)
-	}
-	self, _ := os.Executable()
-	a, _ := os.ReadFile(self)
-	b, err := os.ReadFile(dest)
-	st, _ := os.Stat(dest)
-	if err != nil || !bytes.Equal(a, b) || st.Mode().Perm()&0o111 == 0 {
-		t.Errorf("installed copy: %v, same %v, mode %v", err, bytes.Equal(a, b), st.Mode())
-	}
-}

@@ -1,4 +1,7 @@
-package cli
+// Package selfinstall copies the running binary into a volume, so a container of another image
+// (etcd's) can run it: the member wrapper in every member Pod, the snapshot subcommands in restore
+// drills. The binaries are static, so they run there as they do here.
+package selfinstall
 
 import (
 	"fmt"
@@ -7,10 +10,9 @@ import (
 	"path/filepath"
 )
 
-// InstallSelf copies the running binary to dest (written aside and renamed, executable), so a
-// container of another image (etcd's, for the restore drill) can run the snapshot subcommands
-// from a shared volume. The binary is static, so it runs there as it does here.
-func InstallSelf(dest string) error {
+// Install copies the running binary to dest (written aside and renamed, executable), so a half
+// copy is never run.
+func Install(dest string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
