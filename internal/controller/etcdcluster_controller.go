@@ -213,6 +213,9 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		logger.V(1).Info("waiting", "message", a.Message)
 		return ctrl.Result{RequeueAfter: whileWaiting}, nil
 	case a.Kind == plan.Nothing:
+		// Settled: nothing talks to its etcd until the next check (30 s away), so its connections
+		// are closed until then (etcd.Pool.Release) rather than held open for every cluster.
+		r.Etcd.Release(string(ec.UID))
 		return ctrl.Result{RequeueAfter: settledRequeue(o)}, nil
 	}
 	logger.Info("applied", "message", a.Message)

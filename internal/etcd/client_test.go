@@ -258,3 +258,33 @@ func TestPool(t *testing.T) {
 		t.Fatalf("%d clients after Forget", p.Len())
 	}
 }
+
+// A settled cluster's connections are closed between reconciles (Release): its client goes, its
+// credentials stay (a CA rotation's bundle must survive), and the next Get dials anew.
+func TestPoolRelease(t *testing.T) {
+	p := NewPool()
+	dials := 0
+	p.dial = func(eps []string, creds *Credentials) (*Client, error) { dials++; return New(eps, creds) }
+	creds := p.Credentials("uid1")
+	a, err := p.Get("uid1", []string{"http://127.0.0.1:1"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Release("uid1")
+	p.Release("uid1")
+	p.Release("never-dialled")
+	if p.Len() != 0 {
+		t.Fatalf("%d clients after Release", p.Len())
+	}
+	if err := a.c.Ctx().Err(); err == nil {
+		t.Error("the released client is still open")
+	}
+	if p.Credentials("uid1") != creds {
+		t.Error("Release dropped the cluster's credentials")
+	}
+	b, err := p.Get("uid1", []string{"http://127.0.0.1:1"}, true)
+	if err != nil || b == a || dials != 2 {
+		t.Fatalf("Get after Release: %v, same client %v, %d dials", err, b == a, dials)
+	}
+	p.Forget("uid1")
+}

@@ -67,6 +67,21 @@ func (p *Pool) Forget(key string) {
 	}
 }
 
+// Release closes the cluster's connections and drops its client, keeping its credentials: the next
+// Get dials again. For a settled cluster between reconciles (30 s apart): each client holds a gRPC
+// connection per member and one for the cluster, with their goroutines and buffers, which at a
+// hundred clusters were most of the operator's heap; dialling them again costs a few TLS
+// handshakes per cluster every 30 s.
+func (p *Pool) Release(key string) {
+	p.mu.Lock()
+	c, ok := p.clients[key]
+	delete(p.clients, key)
+	p.mu.Unlock()
+	if ok {
+		_ = c.Close()
+	}
+}
+
 // Len is the number of cached clients.
 func (p *Pool) Len() int {
 	p.mu.Lock()
