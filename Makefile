@@ -84,6 +84,7 @@ render-install: envtest ## Render dist/install.yaml and the chart's copies of co
 test: envtest versitygw promtool helm ## Unit and envtest integration tests (real kube-apiserver, etcd, S3 server).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m $(UNIT_PKGS)
 	go test -count=1 -tags failpoints ./internal/failpoint/ # the points only the campaign's build has
+	cd hack/perfreport && GOWORK=off go test -count=1 . # the performance page's parser and chart (a module of its own)
 
 .PHONY: run
 run: envtest ## Run the operator against a throwaway envtest control plane (see README).

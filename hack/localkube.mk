@@ -38,5 +38,5 @@ chaos: ## The fault campaign alone: SEED=N[,M] (default: the CI seeds) DURATION=
 	STEWARD_CHAOS_SEEDS=$(SEED) STEWARD_CHAOS_DURATION=$(or $(DURATION),10m) E2E_SCENARIO_PHASE=0 E2E_INSTALL_PHASE=0 \
 	  E2E_CHAOS_TIMEOUT=$(or $(CHAOS_TIMEOUT),24h) hack/e2e.sh
 
-perf-report: ## Regenerate docs/performance.md: Steward's rolls beside a plain StatefulSet's (~15 min, outside CI).
+perf-report: ## Regenerate docs/performance.md and its chart: Steward's rolls beside a plain StatefulSet's (~15 min, outside CI).
 	hack/perf-report.sh
