@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-steward/steward/internal/metrics"
 )
@@ -70,6 +72,19 @@ func TestOperatorMetricsSecure(t *testing.T) {
 		if !found {
 			t.Errorf("steward_ca_expiry_timestamp_seconds does not say the CA's notAfter %v", ec.Status.TLS.CANotAfter)
 		}
+	}
+
+	// The operator's Go heap is bounded below its container's memory limit (90 %), so it collects
+	// before the limit is reached instead of being OOM-killed.
+	var d appsv1.Deployment
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: f.OperatorNamespace, Name: f.OperatorDeployment}, &d); err != nil {
+		t.Fatal(err)
+	}
+	if limit := d.Spec.Template.Spec.Containers[0].Resources.Limits.Memory(); limit.IsZero() {
+		t.Errorf("the operator's Deployment sets no memory limit")
+	} else if mf := families["go_gc_gomemlimit_bytes"]; mf == nil || len(mf.GetMetric()) != 1 ||
+		int64(mf.GetMetric()[0].GetGauge().GetValue()) != int64(float64(limit.Value())*0.9) {
+		t.Errorf("GOMEMLIMIT %v, want 90 %% of the container's limit %s", mf.GetMetric(), limit)
 	}
 
 	// Each member's own metrics: plain HTTP on its metrics port, no client certificate.
