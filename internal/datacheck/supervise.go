@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -14,6 +15,9 @@ import (
 // markPoll is how often the wrapper looks for etcd's WAL until it appears (etcd creates it within
 // its first second, by renaming a complete directory into place).
 var markPoll = 500 * time.Millisecond
+
+// polls counts the wrapper's polls for the WAL, for its test.
+var polls atomic.Int64
 
 // supervise runs etcd as a child: every signal the kubelet sends goes on to it, the marker is written
 // once the WAL holds this member's data, and etcd's exit status becomes the wrapper's.
@@ -34,19 +38,26 @@ func supervise(o RunOptions, argv []string, stderr io.Writer) int {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	marked := o.Marker == ""
 	tick := time.NewTicker(markPoll)
 	defer tick.Stop()
+	poll := tick.C
+	marked := o.Marker == ""
 	for {
 		if !marked {
 			marked = mark(o, want, stderr)
+		}
+		if marked && poll != nil {
+			// Nothing left to look for: the wrapper now sleeps until a signal or etcd's exit.
+			tick.Stop()
+			poll = nil
 		}
 		select {
 		case s := <-sigs:
 			_ = cmd.Process.Signal(s)
 		case <-done:
 			return exited(o, cmd.ProcessState, join, stderr)
-		case <-tick.C:
+		case <-poll:
+			polls.Add(1)
 		}
 	}
 }
