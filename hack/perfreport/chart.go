@@ -93,6 +93,11 @@ func chart(w io.Writer, rolls map[string]*roll) error {
 	p.Title.Text = "A member's unavailability per roll (s)"
 	p.X.Label.Text = "seconds from the old Pod's deletion (in place: from unready) to Ready"
 	p.X.Min = 0
+	longest := 0.0
+	for _, b := range bars {
+		longest = max(longest, b.r.read)
+	}
+	p.X.Max = longest * 1.6 // room on the right for the legend, clear of the bars
 	p.Legend.Top = true
 	p.Legend.Left = false
 	var below *plotter.BarChart
