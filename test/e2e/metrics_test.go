@@ -30,9 +30,18 @@ func TestOperatorMetricsSecure(t *testing.T) {
 	ns := settledCluster(t, "mx", 1, "")
 	ctx := context.Background()
 	sc := newScraper(t, ns)
-	if code, _, err := sc.get(ctx, false); err != nil || code != http.StatusUnauthorized {
-		t.Errorf("without a token: %d, %v; want 401", code, err)
-	}
+	// Retried only while the operator does not answer: a scenario beside this one may have just
+	// killed it. A wrong answer fails after the wait.
+	f.WaitFor(t, ns, "a scrape without a token refused", time.Minute, func(ctx context.Context) (bool, error) {
+		code, _, err := sc.get(ctx, false)
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusUnauthorized {
+			return false, fmt.Errorf("without a token: HTTP %d, want 401", code)
+		}
+		return true, nil
+	})
 	want := []string{
 		fmt.Sprintf(`steward_cluster_quorum_healthy{cluster="mx",namespace="%s"} 1`, ns),
 		fmt.Sprintf(`steward_cluster_members{cluster="mx",namespace="%s",ready="true",role="leader"} 1`, ns),

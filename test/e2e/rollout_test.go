@@ -133,10 +133,14 @@ func TestRollOptionsAndMetadata(t *testing.T) {
 		fams, err := sc.families(ctx)
 		return sum(fams, "steward_disruptions_total", map[string]string{"namespace": ns, "cluster": "web", "kind": "Restart"}), err
 	}
-	restartsBefore, err := restarts(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The hold stops kills from now on; one that just ended may leave the new operator Pod Ready
+	// before its metrics Service routes to it (CI: "connection refused" a second after a kill).
+	var restartsBefore float64
+	f.WaitFor(t, ns, "the operator's metrics", time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		restartsBefore, err = restarts(ctx)
+		return err == nil, err
+	})
 	maxPending := 0.0
 	scrapeCtx, stopScraping := context.WithCancel(context.Background())
 	scraped := make(chan struct{})
