@@ -56,23 +56,24 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 	if err := Check(c, r); err != nil {
 		return err
 	}
-	if rf, ok := d.effects.(Refresher); ok {
-		fresh, err := rf.Refresh(ctx)
-		if err != nil {
-			return fmt.Errorf("%s of %s: reading the cluster again: %w", r.Kind, r.Victim, err)
-		}
-		if err := Check(fresh, r); err != nil {
-			return err
-		}
-		c = fresh
+	c, err := d.lookAgain(ctx, c, r)
+	if err != nil {
+		return err
 	}
 	v, _ := c.member(r.Victim)
 	if dr, ok := d.effects.(Drainer); ok && v.Voter && v.PodExists && !v.PodDeleting && drains(r.Kind) {
 		if err := dr.Drain(ctx, v.Name); err != nil {
 			return fmt.Errorf("%s of %s: taking it out of the client Service: %w", r.Kind, r.Victim, err)
 		}
+		// The drain waited up to seconds for the client Service and the proxies: the last look is
+		// taken after it, right before the effect. A member that stopped answering meanwhile (CI
+		// saw one frozen while a drain waited) stops the step; the drain is undone by the next
+		// reconcile.
+		if c, err = d.lookAgain(ctx, c, r); err != nil {
+			return err
+		}
+		v, _ = c.member(r.Victim)
 	}
-	var err error
 	switch r.Kind {
 	case Restart, Dormant, Fence:
 		err = d.effects.DeletePod(ctx, v.Name)
@@ -94,6 +95,23 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 		return fmt.Errorf("%s of %s: %w", r.Kind, r.Victim, err)
 	}
 	return nil
+}
+
+// lookAgain reads the cluster again past any cache, when the effects can, and checks the request on
+// that read; it returns the cluster the request was last checked on.
+func (d *Disrupter) lookAgain(ctx context.Context, c Cluster, r Request) (Cluster, error) {
+	rf, ok := d.effects.(Refresher)
+	if !ok {
+		return c, nil
+	}
+	fresh, err := rf.Refresh(ctx)
+	if err != nil {
+		return c, fmt.Errorf("%s of %s: reading the cluster again: %w", r.Kind, r.Victim, err)
+	}
+	if err := Check(fresh, r); err != nil {
+		return c, err
+	}
+	return fresh, nil
 }
 
 // DeletePod restarts a member (or, on a cluster scaled to zero, takes it dormant).

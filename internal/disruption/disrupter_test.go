@@ -262,3 +262,44 @@ func TestDisrupterDrainsServingVotersFirst(t *testing.T) {
 		})
 	}
 }
+
+// drainingRefresher drains, then reads the cluster again: a drain waits seconds for the client
+// Service and the proxies, and what happens meanwhile is what the fresh read sees.
+type drainingRefresher struct {
+	recorder
+	during func() Cluster // the cluster as it is once the drain returned
+	now    Cluster
+}
+
+func (d *drainingRefresher) Drain(_ context.Context, m string) error {
+	d.calls = append(d.calls, "Drain "+m)
+	d.now = d.during()
+	return nil
+}
+
+func (d *drainingRefresher) Refresh(context.Context) (Cluster, error) {
+	d.calls = append(d.calls, "Refresh")
+	return d.now, nil
+}
+
+// TestDisrupterReadsAgainAfterTheDrain: a drained disruption is read again after the drain too, so
+// the last live read comes right before the effect. A member frozen while the drain waited (CI, chaos seed 3: chaos-1's etcd stopped, chaos-2
+// deleted 4.2 s after chaos-1 went unready, the read having preceded a drain of up to 6 s) stops it.
+func TestDisrupterReadsAgainAfterTheDrain(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range []Kind{Restart, Replace, Defragment, RestartContainer, Evict} {
+		d := &drainingRefresher{now: cluster(3), during: func() Cluster {
+			c := cluster(3)
+			c.Members[1].Healthy = false // its etcd stopped answering while c-2 drained
+			return c
+		}}
+		err := New(d).Do(ctx, cluster(3), Request{Kind: k, Victim: "c-2"})
+		if want := []string{"Refresh", "Drain c-2", "Refresh"}; err == nil || !reflect.DeepEqual(d.calls, want) {
+			t.Errorf("%s: err %v, calls %q, want a refusal after %q", k, err, d.calls, want)
+		}
+		d = &drainingRefresher{now: cluster(3), during: func() Cluster { return cluster(3) }}
+		if err := New(d).Do(ctx, cluster(3), Request{Kind: k, Victim: "c-2"}); err != nil || len(d.calls) != 4 || d.calls[2] != "Refresh" {
+			t.Errorf("%s: nothing changed during the drain: err %v, calls %q", k, err, d.calls)
+		}
+	}
+}
