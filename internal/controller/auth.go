@@ -92,6 +92,10 @@ func (r *EtcdClusterReconciler) authFacts(ctx context.Context, ec *stewardv1.Etc
 		f.Etcd.Err = errors.New("no member has an address yet")
 		return f
 	}
+	if err := o.facts.Etcd.MemberListErr; err != "" {
+		f.Etcd.Err = noQuorumRead(err)
+		return f
+	}
 	s, err := cl.AuthState(ctx)
 	if err != nil {
 		f.Etcd.Err, f.Etcd.LockedOut = err, etcd.AuthRefused(err)

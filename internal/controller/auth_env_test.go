@@ -168,6 +168,18 @@ func TestAuthRoundsOnARealEtcd(t *testing.T) {
 	}
 	bare.Status.ClusterID = "c2" // a restore: asked at once
 	undeclared("Undeclared")
+
+	// A reconcile whose member list failed (no quorum) asks etcd nothing about auth: the reads need
+	// a quorum and would wait out their timeout on every reconcile of the outage. Without spec.auth
+	// the last answer stands (none for a new cluster ID); with it, the auth step waits.
+	bare.Status.Auth, bare.Status.ClusterID = nil, "c3"
+	if s := r2.AuthRoundWithoutQuorum(ctx, bare, operator); s.Kind != authplan.Nothing || bare.Status.Auth != nil {
+		t.Errorf("without spec.auth and without quorum: step %v, status.auth %+v: want nothing asked", s, bare.Status.Auth)
+	}
+	ec.Spec.Auth.Enabled = true
+	if s := r.AuthRoundWithoutQuorum(ctx, ec, operator); s.Kind != authplan.Wait || !strings.Contains(s.Reason, "member list") {
+		t.Errorf("with spec.auth and without quorum: step %+v, want a wait that says why", s)
+	}
 }
 
 func clientCert(t *testing.T, ca *pki.CA, cn string) tls.Certificate {

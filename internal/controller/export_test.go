@@ -130,6 +130,16 @@ func (r *EtcdClusterReconciler) AuthRound(ctx context.Context, ec *stewardv1.Etc
 	return s, err
 }
 
+// AuthRoundWithoutQuorum is AuthRound in a reconcile whose member list failed.
+func (r *EtcdClusterReconciler) AuthRoundWithoutQuorum(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client) authplan.Step {
+	o := &observed{client: cl}
+	o.facts.Etcd.MemberListErr = "context deadline exceeded"
+	f := r.authFacts(ctx, ec, o)
+	s := authplan.Decide(f)
+	setAuthStatus(ec, f, s)
+	return s
+}
+
 // AuthApply carries out one given auth step (a step repeated, as after a crash).
 func (r *EtcdClusterReconciler) AuthApply(ctx context.Context, ec *stewardv1.EtcdCluster, cl *etcd.Client, s authplan.Step) error {
 	return r.authenticate(ctx, ec, &observed{client: cl}, s)
