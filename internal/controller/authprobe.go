@@ -53,7 +53,7 @@ func (r *EtcdClusterReconciler) undeclaredAuthOn(ctx context.Context, ec *stewar
 // noQuorumRead is why etcd's auth state is not read in a reconcile whose member list failed: its
 // reads go through a quorum, so without one each waits out its timeout (5 s), on every reconcile
 // of the outage, and the repair that could bring quorum back (a Pod recreated on its PVC) came a
-// reconcile later for it (chaos seed 3: a deleted Pod recreated 16 s after it went).
+// reconcile later for it (a replay of chaos seed 3: a deleted Pod recreated 12.1 s after it went).
 func noQuorumRead(memberListErr string) error {
 	return fmt.Errorf("not read while the member list cannot be (%s)", memberListErr)
 }

@@ -283,8 +283,9 @@ func (d *drainingRefresher) Refresh(context.Context) (Cluster, error) {
 }
 
 // TestDisrupterReadsAgainAfterTheDrain: a drained disruption is read again after the drain too, so
-// the last live read comes right before the effect. A member frozen while the drain waited (CI, chaos seed 3: chaos-1's etcd stopped, chaos-2
-// deleted 4.2 s after chaos-1 went unready, the read having preceded a drain of up to 6 s) stops it.
+// the last live read comes right before the effect. A member frozen while the drain waited stops
+// it (CI, chaos seed 3: chaos-1's etcd stopped, chaos-2 deleted 4.2 s after chaos-1 went unready,
+// the read having preceded a drain of up to 6 s).
 func TestDisrupterReadsAgainAfterTheDrain(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range []Kind{Restart, Replace, Defragment, RestartContainer, Evict} {
