@@ -10,6 +10,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.tls) || !has(self.tls.peer) || !has(self.tls.peer.source) || self.tls.peer.source == 'Operator'",message="spec.auth needs certificates Steward issues (spec.tls source Operator): Steward keeps its own and the backups' access through client certificates it issues (common names steward-operator and steward-backup, root in etcd), and revokes a removed user's through a list it signs with the cluster's CA"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || !oldSelf.auth.enabled || has(self.auth)",message="spec.auth cannot be removed while auth is on: set spec.auth.enabled to false first"
 // +kubebuilder:validation:XValidation:rule="!(has(self.storage.medium) && self.storage.medium == 'Memory' && self.replicas == 0)",message="spec.replicas: 0 is refused with spec.storage.medium Memory: a memory-backed cluster scaled to zero loses all its data"
+// +kubebuilder:validation:XValidation:rule="!has(self.updateStrategy.maxSurge) || (has(self.storage.medium) && self.storage.medium == 'Memory')",message="spec.updateStrategy.maxSurge applies to spec.storage.medium Memory only: PVC members restart on their volumes, with no surge member"
 // +kubebuilder:validation:XValidation:rule="!has(self.podDisruptionBudget) || !has(self.podDisruptionBudget.minAvailable) || self.podDisruptionBudget.minAvailable <= self.replicas",message="spec.podDisruptionBudget.minAvailable cannot exceed spec.replicas"
 // +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || (has(self.bootstrap.restore) == has(oldSelf.bootstrap.restore) && (!has(self.bootstrap.restore) || self.bootstrap.restore == oldSelf.bootstrap.restore) && has(self.bootstrap.join) == has(oldSelf.bootstrap.join) && (!has(self.bootstrap.join) || (self.bootstrap.join.endpoints == oldSelf.bootstrap.join.endpoints && has(self.bootstrap.join.statefulSetName) == has(oldSelf.bootstrap.join.statefulSetName) && (!has(self.bootstrap.join.statefulSetName) || self.bootstrap.join.statefulSetName == oldSelf.bootstrap.join.statefulSetName)))))",message="spec.bootstrap is immutable: it is read only when the cluster is created (only spec.bootstrap.join.abort may change)"
 // +kubebuilder:validation:XValidation:rule="self.version == oldSelf.version || !self.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || !oldSelf.version.matches('^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$') || (int(self.version.split('.')[0]) == int(oldSelf.version.split('.')[0]) && (int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) || int(self.version.split('.')[1]) == int(oldSelf.version.split('.')[1]) + 1 || int(self.version.split('.')[1]) + 1 == int(oldSelf.version.split('.')[1])))",messageExpression="'spec.version: ' + oldSelf.version + ' -> ' + self.version + ' is refused: etcd upgrades and downgrades one minor version at a time (a downgrade goes through the etcd downgrade protocol); patch changes within a minor are allowed'"
@@ -103,6 +104,20 @@ type UpdateStrategy struct {
 	// be lost).
 	// +optional
 	AllowDowntime bool `json:"allowDowntime,omitempty"`
+
+	// maxSurge is how many members a memory-backed cluster may run beyond spec.replicas while a
+	// roll replaces its members. 1 (the default) replaces a healthy outdated member add-first: a
+	// new member (the lowest free ordinal, so names move on) joins as a learner and is promoted
+	// before the outdated one is removed, so the cluster never runs below its voter count. 0
+	// replaces remove-first (the old member leaves etcd, then a fresh one joins under its name):
+	// for nodes without room for one more member Pod. A member that is down is always replaced
+	// remove-first: etcd refuses a member add while the grown cluster lacks a connected quorum.
+	// PVC members restart on their volumes and take no surge: set it with spec.storage.medium
+	// Memory only.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1
+	MaxSurge *int32 `json:"maxSurge,omitempty"`
 }
 
 // PodDisruptionBudgetSpec configures the PodDisruptionBudget over member Pods. It limits evictions

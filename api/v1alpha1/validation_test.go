@@ -143,6 +143,16 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Replicas = ptr.To[int32](0)
 			c.Spec.Storage.Medium = stewardv1.StorageMediumMemory
 		}, "spec.replicas: 0 is refused with spec.storage.medium Memory"},
+		{"maxSurge with memory", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Storage.Medium = stewardv1.StorageMediumMemory
+			c.Spec.UpdateStrategy.MaxSurge = ptr.To[int32](0)
+		}, ""},
+		{"maxSurge 2", func(c *stewardv1.EtcdCluster) {
+			c.Spec.Storage.Medium = stewardv1.StorageMediumMemory
+			c.Spec.UpdateStrategy.MaxSurge = ptr.To[int32](2)
+		}, "spec.updateStrategy.maxSurge"},
+		{"maxSurge with PVCs", func(c *stewardv1.EtcdCluster) { c.Spec.UpdateStrategy.MaxSurge = ptr.To[int32](1) },
+			"spec.updateStrategy.maxSurge applies to spec.storage.medium Memory only"},
 		{"unknown medium", func(c *stewardv1.EtcdCluster) { c.Spec.Storage.Medium = "Disk" }, "spec.storage.medium: Unsupported value"},
 		{"class with memory", func(c *stewardv1.EtcdCluster) {
 			c.Spec.Storage.Medium = stewardv1.StorageMediumMemory

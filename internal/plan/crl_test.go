@@ -22,8 +22,8 @@ func TestPlanRevocationList(t *testing.T) {
 		{name: "pvc: a Pod without the list is rebuilt with it, highest ordinal first", mutate: withCRL,
 			want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart,
 				message: "onto a Pod that checks client certificates against the revocation list"}},
-		{name: "memory: replaced like any roll", medium: memory, mutate: withCRL,
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Replace}},
+		{name: "memory: replaced like any roll (add-first: a member beside it)", medium: memory, mutate: withCRL,
+			want: want{kind: CreateMember, member: "c-3", reason: ReasonRollingMember}},
 		{name: "the leader is rolled last: the list waits for the followers", mutate: func(f *Facts) {
 			servingCRL(f)
 			f.m("c-1").Pod.ServesCRL = false

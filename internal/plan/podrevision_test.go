@@ -20,8 +20,8 @@ func TestPlanPodRevision(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{name: "pvc: a Pod built by an older Steward is rebuilt, highest ordinal first", mutate: upgraded,
 			want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
-		{name: "memory: replaced like any roll", medium: memory, mutate: upgraded,
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Replace}},
+		{name: "memory: replaced like any roll (add-first: a member beside it)", medium: memory, mutate: upgraded,
+			want: want{kind: CreateMember, member: "c-3", reason: ReasonRollingMember}},
 		{name: "an image change on an old Pod is a rebuild, not a restart in place", mutate: func(f *Facts) {
 			newImage(f)
 			upgraded(f)

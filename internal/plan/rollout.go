@@ -12,6 +12,7 @@ import (
 func (v *view) rollStep(notes) outcome {
 	a, ok, blocked := v.roll()
 	o := decidedIf(a, ok)
+	o.fromTarget = ok && a.Kind == CreateMember // an add-first member is built from the target
 	o.notes.rollBlocked = blocked
 	return o
 }
@@ -50,6 +51,14 @@ func (v *view) roll() (_ Action, _ bool, blocked string) {
 		kind, verb, k = disruption.RestartContainer, "restarting in place (new image)", RestartContainer
 	case v.f.memory():
 		kind, verb, k = disruption.Replace, "replacing", RemoveMember
+	}
+	if kind == disruption.Replace {
+		if v.surging() {
+			return Action{}, false, "" // a member beyond spec.replicas is in: the scale step removes the surplus first
+		}
+		if a, ok := v.addFirst(victim); ok {
+			return a, true, ""
+		}
 	}
 	if v.voterCount() == 1 {
 		return v.rollSingle(victim, kind)

@@ -18,8 +18,8 @@ func TestPlanRollout(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{name: "pvc: restart the highest follower", mutate: outdated,
 			want: want{kind: DeletePod, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Restart}},
-		{name: "memory: replace the highest follower", medium: memory, mutate: outdated,
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Replace}},
+		{name: "memory: the highest follower replaced add-first: a member on the target beside it", medium: memory, mutate: outdated,
+			want: want{kind: CreateMember, member: "c-3", reason: ReasonRollingMember, message: "replacing c-2 add-first"}},
 		{name: "5 members: highest first", n: 5, mutate: outdated,
 			want: want{kind: DeletePod, member: "c-4", disruption: disruption.Restart}},
 		{name: "an unready outdated member goes first", n: 5, mutate: func(f *Facts) {
@@ -159,7 +159,7 @@ func TestPlanHousekeeping(t *testing.T) {
 			}
 		}, want: want{kind: Wait, reason: ReasonStorageNotExpandable, message: "does not allow"}},
 		{name: "memory: size is a roll, not an expansion", medium: memory, mutate: grow,
-			want: want{kind: RemoveMember, member: "c-2", reason: ReasonRollingMember, disruption: disruption.Replace}},
+			want: want{kind: CreateMember, member: "c-3", reason: ReasonRollingMember}},
 		{name: "healthy and current: nothing", want: want{kind: Nothing, reason: ReasonReconciled}},
 	})
 }

@@ -22,12 +22,12 @@ func (v *view) scale() (Action, bool) {
 		a.Ordinal = ord
 		return a, true
 	}
-	victim := active[len(active)-1]
+	victim := v.surplus()[0]
+	reason, why := v.surplusReason(victim)
 	if victim.leader {
-		return v.moveLeader(victim, "scaling it in"), true
+		return v.moveLeader(victim, "removing it"), true
 	}
-	a, blocked := v.disrupt(act(DeleteMember, victim.Name, ReasonScalingDown, "scaling down: removing %s (%d of %d)",
-		victim.Name, len(active)-1, n), disruption.Remove)
+	a, blocked := v.disrupt(act(DeleteMember, victim.Name, reason, "%s (%d of %d)", why, len(active)-1, n), disruption.Remove)
 	if blocked || a.Kind == Wait {
 		return a, true
 	}

@@ -86,7 +86,8 @@ func (w *world) tail(n int) string {
 }
 
 // assertConverged checks the end state: the spec reached, every member a healthy voter on the spec's
-// template (Pod included), ordinals 0..replicas-1, one leader, no learner.
+// template (Pod included), ordinals 0..replicas-1 (memory members replaced add-first move on to
+// new ordinals: ascending then), one leader, no learner.
 func (w *world) assertConverged() {
 	w.t.Helper()
 	spec := w.cluster.Spec.MemberTemplate
@@ -105,10 +106,14 @@ func (w *world) assertConverged() {
 	if len(w.members) != n || len(w.etcd) != n {
 		w.t.Fatalf("%d members, %d in etcd; want %d\n%s", len(w.members), len(w.etcd), n, w.tail(30))
 	}
+	f := w.facts()
+	addFirst := f.maxSurge() > 0
 	for i, m := range w.members {
 		e := w.entry(m)
 		switch {
-		case m.ordinal != int32(i):
+		case addFirst && i > 0 && m.ordinal <= w.members[i-1].ordinal:
+			w.t.Errorf("member %d has ordinal %d after %d", i, m.ordinal, w.members[i-1].ordinal)
+		case !addFirst && m.ordinal != int32(i):
 			w.t.Errorf("member %d has ordinal %d: scale-in must remove the highest", i, m.ordinal)
 		case m.phase != stewardv1.MemberRunning || m.deleting:
 			w.t.Errorf("%s is %s (deleting=%v)", m.name, m.phase, m.deleting)

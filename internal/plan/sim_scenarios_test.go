@@ -82,6 +82,9 @@ func TestSequenceSingleMember(t *testing.T) {
 	t.Run("two members cannot lose one: blocked until scaled to 3", func(t *testing.T) {
 		for _, med := range media {
 			w := formedWorld(t, 2, med)
+			if med == memory {
+				w.cluster.Spec.UpdateStrategy.MaxSurge = ptrTo[int32](0) // add-first rolls them (TestSequenceMemoryAddFirst)
+			}
 			w.stuck(40, map[int]func(*world){1: changeResources("1")}, ReasonBlocked)
 			w.converge(map[int]func(*world){1: scaleTo(3)})
 			w.assertConverged()

@@ -199,7 +199,7 @@ func wantScaleDowns(t *testing.T, w *world, want ...string) {
 	t.Helper()
 	var got []string
 	for _, e := range w.events {
-		if e.kind == DeleteMember {
+		if e.kind == DeleteMember && e.reason == ReasonScalingDown {
 			got = append(got, e.member)
 		}
 	}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"time"
 
 	"fmt"
@@ -232,18 +233,10 @@ func (v *view) active() []*memberView {
 	return out
 }
 
-// kept reports whether a member survives the pending scale-down: the lowest spec.replicas ordinals
-// among active members stay (scale-in removes the highest; ordinals are never renumbered).
+// kept reports whether a member survives the pending scale-in: every active member but the
+// surplus (surplus: the highest ordinals; on memory storage outdated members first).
 func (v *view) kept(m *memberView) bool {
-	if m.Deleting {
-		return false
-	}
-	for i, a := range v.active() {
-		if a == m {
-			return i < v.f.replicas()
-		}
-	}
-	return false
+	return !m.Deleting && !slices.Contains(v.surplus(), m)
 }
 
 // DisruptionView is the cluster as disruption.Check sees it, built from the same facts the plan

@@ -1,0 +1,111 @@
+package plan
+
+import "slices"
+
+// Add-first replacement of memory members (issue 30). A memory member cannot restart: its data
+// lives in its Pod, so rolling it means replacing it by a fresh member that copies the data from
+// the others. Remove-first leaves a 3-member cluster at 2 voters while the learner catches up, and
+// one more fault then loses the data for good. With a surge (spec.updateStrategy.maxSurge, 1 by
+// default for memory) a healthy outdated member is replaced add-first:
+//
+//  1. the roll creates a member on the target under the lowest free ordinal (names move on:
+//     web-0,1,2 become web-0,1,3, then web-0,2,3, ...);
+//  2. the join flow adds it as a learner, starts its Pod and promotes it once it caught up (a
+//     learner holds every disruption: the chokepoint refuses them while one exists);
+//  3. with one member more than spec.replicas, the scale step removes the surplus: outdated
+//     members first, in the roll's order (the leader last, its leadership moved first), through the
+//     removal flow and the chokepoint, which counts the surge member among the voters.
+//
+// Every step is decided from what exists (a member object beyond spec.replicas is the surge), so
+// an operator that stops between two steps resumes where it was.
+//
+// etcd refuses a member add while the grown cluster would lack a connected quorum (3.5.30+ and
+// 3.6.11+ count the connected voters of n+1), so add-first is for healthy members only: an outdated
+// member that is down is replaced remove-first, as a failed one is (repair).
+
+// maxSurge is how many members the roll may add beyond spec.replicas: spec.updateStrategy.maxSurge
+// for memory members (default 1); PVC members restart on their volumes and take none.
+func (f *Facts) maxSurge() int {
+	if !f.memory() {
+		return 0
+	}
+	if s := f.Cluster.Spec.UpdateStrategy.MaxSurge; s != nil {
+		return int(*s)
+	}
+	return 1
+}
+
+// surplus are the active members a scale-in removes, first to go first: beyond spec.replicas, the
+// highest ordinals (PVC members: their PVCs keep their names). On memory storage outdated members
+// go first, in the roll's order: they would each need a replacement anyway, and after an add-first
+// surge the outdated member is what has to leave, not the member just added.
+func (v *view) surplus() []*memberView {
+	active := v.active()
+	n := len(active) - v.f.replicas()
+	if n <= 0 {
+		return nil
+	}
+	if !v.f.memory() {
+		out := slices.Clone(active[len(active)-n:])
+		slices.Reverse(out)
+		return out
+	}
+	var outdated, current []*memberView
+	for i := len(active) - 1; i >= 0; i-- {
+		if m := active[i]; m.change.Has(ChangeRoll) {
+			outdated = append(outdated, m)
+		} else {
+			current = append(current, m)
+		}
+	}
+	return append(v.byRollOrder(outdated), current...)[:n]
+}
+
+// surging: a memory cluster runs more members than spec.replicas (an add-first surge, or a
+// scale-in to finish): the scale step removes the surplus before the roll replaces anyone else.
+func (v *view) surging() bool {
+	return v.f.memory() && len(v.active()) > v.f.replicas()
+}
+
+// addFirst is the roll's first half of an add-first replacement of victim: a member on the
+// target, created beside it. It does not apply (ok false: the roll replaces remove-first) when
+// the surge is 0, the victim is not a ready voter (a member that is down cannot be added beside:
+// etcd would refuse the add), or a single voter is rolled (never, for memory: rollSingle says so).
+// A ready victim waits for the whole cluster's gate, itself included: the add needs every voter.
+func (v *view) addFirst(victim *memberView) (_ Action, ok bool) {
+	if v.f.maxSurge() == 0 || !victim.readyVoter() || v.voterCount() < 2 {
+		return Action{}, false
+	}
+	if r := v.gate(); !r.Passed() {
+		return wait(ReasonWaitingForHealth, "replacing %s add-first waits for the recovery gate: %s", victim.Name, r), true
+	}
+	ord := v.lowestFreeOrdinal()
+	a := act(CreateMember, memberName(v.f, ord), ReasonRollingMember, "replacing %s add-first: creating member #%d on the "+
+		"new template; %s is removed once it votes (spec.updateStrategy.maxSurge)", victim.Name, ord, victim.Name)
+	a.Ordinal = ord
+	return a, true
+}
+
+// addFirstSurplus: m leaves as the second half of an add-first replacement: an outdated memory
+// member, no more members beyond spec.replicas than the surge allows, and one of them on the
+// target (a scale-in of outdated members with none on the target is a scale-in).
+func (v *view) addFirstSurplus(m *memberView) bool {
+	if !v.f.memory() || !m.change.Has(ChangeRoll) || len(v.active())-v.f.replicas() > v.f.maxSurge() {
+		return false
+	}
+	for _, o := range v.active() {
+		if !o.change.Has(ChangeRoll) {
+			return true
+		}
+	}
+	return false
+}
+
+// surplusReason is why the scale step removes m: an add-first replacement finishing (an outdated
+// memory member while a surge member is in), or a scale-in.
+func (v *view) surplusReason(m *memberView) (Reason, string) {
+	if v.addFirstSurplus(m) {
+		return ReasonRollingMember, "replacing " + m.Name + " add-first: its successor votes; removing it"
+	}
+	return ReasonScalingDown, "scaling down: removing " + m.Name
+}
