@@ -133,7 +133,9 @@ func (v *view) rolloutStatus(d *Decision, found notes) *stewardv1.RolloutStatus 
 	r := &stewardv1.RolloutStatus{}
 	switch d.Action.Reason {
 	case ReasonRollingMember, ReasonMovingLeader, ReasonPatchingPodMetadata, ReasonResizingInPlace:
-		r.Member = d.Action.Member
+		if d.Action.Kind != CreateMember { // an add-first member is no member being rolled
+			r.Member = d.Action.Member
+		}
 	}
 	r.InPlace = d.InPlace
 	for _, m := range v.members {

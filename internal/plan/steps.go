@@ -108,7 +108,7 @@ func (v *view) steps() []step {
 		{"waitingRemoval", "report the removal the chokepoint refused for now", v.waitingRemoval},
 		{"eviction", "prepare a member whose eviction was asked for (a node drain): leadership moved, out of the client Service", plain(v.eviction)},
 		{"roll", "roll one outdated member: metadata and resizes in place first, then the roll order", v.rollStep},
-		{"scale", "scale one step (up: lowest free ordinal; down: highest, leadership moved first)", plain(v.scale)},
+		{"scale", "scale one step (up: lowest free ordinal; down: highest, on memory outdated members first, which ends an add-first replacement; leadership moved first)", plain(v.scale)},
 		{"housekeeping", "grow PVCs to the target size, one at a time", plain(v.housekeeping)},
 		{"defragment", "defragment one fragmented member, by threshold or schedule", plain(v.defragment)},
 		{"settle", "wait for the recovery gate; report a blocked roll or a spec not adopted yet", v.settle},

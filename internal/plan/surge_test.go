@@ -190,3 +190,15 @@ func TestSequenceAddFirstInterrupted(t *testing.T) {
 		wantRepairedFirst(t, w, "c-0")
 	})
 }
+
+// TestAddFirstRolloutStatus: while the add-first member is created, status.rollout names no member
+// being rolled (the new one is not rolled) and keeps the outdated ones pending, the victim first.
+func TestAddFirstRolloutStatus(t *testing.T) {
+	d := planFor(t, 3, memory, func(f *Facts) { f.retarget(cpu("100m")) })
+	if d.Action.Kind != CreateMember || d.Rollout == nil {
+		t.Fatalf("got %s, rollout %+v", d.Action, d.Rollout)
+	}
+	if d.Rollout.Member != "" || len(d.Rollout.Pending) != 3 || d.Rollout.Pending[0] != "c-2" {
+		t.Errorf("rollout %+v, want no member and c-2 first of 3 pending", *d.Rollout)
+	}
+}

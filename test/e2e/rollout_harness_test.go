@@ -32,18 +32,30 @@ type rollWatch struct {
 	mu        sync.Mutex
 	leaders   []string    // distinct consecutive leaders seen
 	leaderAts []time.Time // when each of leaders was first seen
-	stop      chan struct{}
-	done      chan struct{}
+	// fewestVoters and mostMembers: status's members as the poller saw them (voters: etcd's
+	// member list shows them leader or follower).
+	fewestVoters, mostMembers int
+	stop                      chan struct{}
+	done                      chan struct{}
 }
 
 func watchRoll(t *testing.T, ns, name string, replicas int32) *rollWatch {
 	return watchRollOf(t, ns, name, func() []string { return memberNames(name, replicas) })
 }
 
+// watchRollFor is watchRoll for a cluster of either medium: memory members are replaced add-first
+// under new names (the monitor follows etcd's voters), PVC members keep theirs.
+func watchRollFor(t *testing.T, ns, name string, replicas int32, md stewardv1.StorageMedium) *rollWatch {
+	if md == stewardv1.StorageMediumMemory {
+		return watchRollOf(t, ns, name, voters(ns, name))
+	}
+	return watchRoll(t, ns, name, replicas)
+}
+
 // watchRollOf is watchRoll for a cluster whose members change names (a replacement takes a new
 // ordinal): expected says which members there should be.
 func watchRollOf(t *testing.T, ns, name string, expected func() []string) *rollWatch {
-	w := &rollWatch{t: t, ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &rollWatch{t: t, ns: ns, name: name, stop: make(chan struct{}), done: make(chan struct{}), fewestVoters: 1 << 30}
 	// 30% of the iterations on 4 shared keys (overwrite, read, delete, compare-and-swap) for
 	// the linearizability check; the rest write-once keys for the lost-write check.
 	w.traffic = framework.StartTraffic(clientFor(t, ns, name), framework.TrafficConfig{Prefix: "/roll/", Contended: 0.3})
@@ -73,7 +85,11 @@ func (w *rollWatch) pollLeader() {
 		if err != nil {
 			continue
 		}
+		voters := 0
 		for _, m := range ec.Status.Members {
+			if m.Role == stewardv1.RoleLeader || m.Role == stewardv1.RoleFollower {
+				voters++
+			}
 			if m.Role == stewardv1.RoleLeader {
 				w.mu.Lock()
 				if n := len(w.leaders); n == 0 || w.leaders[n-1] != m.Name {
@@ -83,6 +99,12 @@ func (w *rollWatch) pollLeader() {
 				w.mu.Unlock()
 			}
 		}
+		w.mu.Lock()
+		if voters > 0 { // a status written before etcd's member list was read shows none
+			w.fewestVoters = min(w.fewestVoters, voters)
+		}
+		w.mostMembers = max(w.mostMembers, len(ec.Status.Members))
+		w.mu.Unlock()
 	}
 }
 
@@ -122,6 +144,19 @@ func (w *rollWatch) halt() {
 	default:
 		close(w.stop)
 		<-w.done
+	}
+}
+
+// checkAddFirst asserts an add-first roll of replicas members: etcd never had fewer voters, and
+// never more than one member beyond replicas existed.
+func (w *rollWatch) checkAddFirst(replicas int) {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t.Logf("MEASURE add-first roll: fewest voters %d, most members %d (spec.replicas %d)", w.fewestVoters, w.mostMembers, replicas)
+	if w.fewestVoters < replicas || w.mostMembers > replicas+1 {
+		w.t.Errorf("status showed %d voters at the fewest and %d members at the most; an add-first roll of %d keeps "+
+			"%d voters and adds one member at a time", w.fewestVoters, w.mostMembers, replicas, replicas)
 	}
 }
 

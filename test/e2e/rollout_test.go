@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestRollResources(t *testing.T) {
 			t.Parallel()
 			ns := settledCluster(t, "web", c.replicas, c.medium)
 			lead := leader(t, ns, "web")
-			w := watchRoll(t, ns, "web", c.replicas)
+			w := watchRollFor(t, ns, "web", c.replicas, c.medium)
 			w.change(cpuRequest("30m"))
 			waitSettled(t, ns, "web", c.replicas, 6*time.Minute)
 			w.finish("resources roll "+label, 1)
@@ -54,7 +55,12 @@ func TestRollResources(t *testing.T) {
 			podsOn(t, ns, "web", int(c.replicas), "on the new resources", hasCPURequest("30m"))
 			reason := "DeletePod"
 			if c.medium == stewardv1.StorageMediumMemory {
+				// Replaced add-first: a member on the target joins before each one leaves.
 				reason = "RemoveMember"
+				w.checkAddFirst(int(c.replicas))
+				if got := voters(ns, "web")(); slices.Equal(slices.Sorted(slices.Values(got)), memberNames("web", c.replicas)) {
+					t.Errorf("members %v after an add-first roll: each replacement takes a new name", got)
+				}
 			}
 			order := rolledOrder(t, ns, "web", reason)
 			if len(order) != int(c.replicas) {
@@ -253,7 +259,7 @@ func waitRolled(t *testing.T, ns, name string, n int32) {
 // once the first member runs the new template: the mid-roll point the interruptions start from.
 func rollUntilOneUpdated(t *testing.T, md stewardv1.StorageMedium, cpu string) (string, *rollWatch) {
 	ns := settledCluster(t, "web", 3, md)
-	w := watchRoll(t, ns, "web", 3)
+	w := watchRollFor(t, ns, "web", 3, md)
 	w.change(cpuRequest(cpu))
 	waitRolled(t, ns, "web", 1)
 	return ns, w
@@ -295,6 +301,7 @@ func TestRollInterrupted(t *testing.T) {
 		killOperator(t)
 		waitSettled(t, ns, "web", 3, 6*time.Minute)
 		w.finish("memory roll with the operator killed mid-roll", 1)
+		w.checkAddFirst(3)
 		podsOn(t, ns, "web", 3, "on the new resources", hasCPURequest("34m"))
 	})
 }

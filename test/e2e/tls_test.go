@@ -197,7 +197,7 @@ func TestCARotation(t *testing.T) {
 			}
 			oldCA := caFingerprint(t, ns, "rot")
 			data := putData(t, clientFor(t, ns, "rot"), "/rotation/", 20)
-			w := watchRoll(t, ns, "rot", 3)
+			w := watchRollFor(t, ns, "rot", 3, medium)
 			passes := watchPasses(t, ns, "rot")
 			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.TLS.RotateCA = "r1" })
 			if c.killAt != "" {
@@ -222,6 +222,9 @@ func TestCARotation(t *testing.T) {
 				return settled(ns, "rot", 3)(ctx)
 			})
 			w.finish("CA rotation "+label, 1)
+			if medium == stewardv1.StorageMediumMemory {
+				w.checkAddFirst(3)
+			}
 			seen := passes.stop()
 			var order []string
 			for _, p := range seen {
