@@ -157,12 +157,20 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	for _, ch := range resize {
 		add("%s: resize CPU/memory in the running Pod, no restart", ch.name)
 	}
+	addFirst := next.Spec.UpdateStrategy.MaxSurge == nil || *next.Spec.UpdateStrategy.MaxSurge > 0
 	for _, ch := range rebuild {
 		switch {
-		case ch.m.Leader && ch.m.Ready:
-			add("%s (leader): move leadership to a follower, then restart it on the new template", ch.name)
+		case medium == stewardv1.StorageMediumMemory && addFirst && ch.m.Ready:
+			lead, moved := "", ""
+			if ch.m.Leader {
+				lead, moved = " (leader)", " after leadership moved"
+			}
+			add("%s%s: replace it add-first (memory storage: a new member on the new template joins as a learner and is "+
+				"promoted, then %s is removed%s)", ch.name, lead, ch.name, moved)
 		case medium == stewardv1.StorageMediumMemory:
 			add("%s: replace it (memory storage: remove, add a learner on the new template, promote)", ch.name)
+		case ch.m.Leader && ch.m.Ready:
+			add("%s (leader): move leadership to a follower, then restart it on the new template", ch.name)
 		default:
 			add("%s: restart it on the new template (its PVC and member ID stay)", ch.name)
 		}

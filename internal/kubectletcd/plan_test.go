@@ -1,6 +1,7 @@
 package kubectletcd
 
 import (
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,35 @@ func TestPlanStepsFollowThePlanner(t *testing.T) {
 	}, "\n")
 	if got != want {
 		t.Errorf("PlanSteps:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestPlanStepsMemoryAddFirst: memory members are replaced add-first (spec.updateStrategy.maxSurge
+// unset or 1), remove-first with maxSurge 0 or when the member is not ready.
+func TestPlanStepsMemoryAddFirst(t *testing.T) {
+	live := fixtureCluster()
+	live.Spec.Storage.Medium = stewardv1.StorageMediumMemory
+	var members []stewardv1.EtcdMember
+	for _, m := range fixtureMembers() {
+		if m.Spec.ClusterName == "demo" {
+			m.Spec.Template = live.Spec.MemberTemplate
+			members = append(members, m)
+		}
+	}
+	next := live.DeepCopy()
+	next.Spec.Version = "3.6.17"
+	got := strings.Join(PlanSteps(live, next, members), "\n")
+	for _, want := range []string{
+		"demo-2: replace it add-first (memory storage: a new member on the new template joins as a learner and is promoted, then demo-2 is removed)",
+		"demo-1 (leader): replace it add-first (memory storage: a new member on the new template joins as a learner and is promoted, then demo-1 is removed after leadership moved)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("PlanSteps:\n%s\nwant a line:\n%s", got, want)
+		}
+	}
+	next.Spec.UpdateStrategy.MaxSurge = ptr.To[int32](0)
+	if got := strings.Join(PlanSteps(live, next, members), "\n"); !strings.Contains(got, "demo-2: replace it (memory storage: remove, add a learner") {
+		t.Errorf("maxSurge 0: PlanSteps:\n%s", got)
 	}
 }
 
