@@ -222,9 +222,6 @@ func TestCARotation(t *testing.T) {
 				return settled(ns, "rot", 3)(ctx)
 			})
 			w.finish("CA rotation "+label, 1)
-			if medium == stewardv1.StorageMediumMemory {
-				w.checkAddFirst(3)
-			}
 			seen := passes.stop()
 			var order []string
 			for _, p := range seen {
