@@ -209,6 +209,9 @@ func (w *rollWatch) finish(label string, maxUnavailable int) {
 	}
 	t.Logf("MEASURE %s: %d member restarts, longest unavailable %.2fs\n%s", label, len(restarts), worst.Seconds(),
 		framework.Summary(restarts))
+	w.mu.Lock()
+	t.Logf("MEASURE %s: fewest voters %d, most members %d (status, sampled every 200 ms)", label, w.fewestVoters, w.mostMembers)
+	w.mu.Unlock()
 	t.Logf("MEASURE %s steady: %s", label, before.Summary())
 	t.Logf("MEASURE %s during roll: %s", label, during.Summary())
 }

@@ -41,13 +41,26 @@ func TestRollResources(t *testing.T) {
 	for _, c := range []struct {
 		replicas int32
 		medium   stewardv1.StorageMedium
-	}{{3, ""}, {3, stewardv1.StorageMediumMemory}, {5, ""}} {
+		// removeFirst: spec.updateStrategy.maxSurge 0, memory members replaced remove-first
+		// under their own names (beside the default add-first: the two measured side by side).
+		removeFirst bool
+	}{{3, "", false}, {3, stewardv1.StorageMediumMemory, false}, {3, stewardv1.StorageMediumMemory, true}, {5, "", false}} {
 		label := fmt.Sprintf("%d-%s", c.replicas, medium(c.medium))
+		var opts []func(*stewardv1.EtcdCluster)
+		if c.removeFirst {
+			label += "-maxSurge0"
+			opts = append(opts, func(ec *stewardv1.EtcdCluster) { ec.Spec.UpdateStrategy.MaxSurge = ptr.To[int32](0) })
+		}
 		t.Run(label, func(t *testing.T) {
 			t.Parallel()
-			ns := settledCluster(t, "web", c.replicas, c.medium)
+			ns := settledCluster(t, "web", c.replicas, c.medium, opts...)
 			lead := leader(t, ns, "web")
-			w := watchRollFor(t, ns, "web", c.replicas, c.medium)
+			var w *rollWatch
+			if c.removeFirst { // under their own names
+				w = watchRoll(t, ns, "web", c.replicas)
+			} else {
+				w = watchRollFor(t, ns, "web", c.replicas, c.medium)
+			}
 			w.change(cpuRequest("30m"))
 			waitSettled(t, ns, "web", c.replicas, 6*time.Minute)
 			w.finish("resources roll "+label, 1)
@@ -55,8 +68,10 @@ func TestRollResources(t *testing.T) {
 			podsOn(t, ns, "web", int(c.replicas), "on the new resources", hasCPURequest("30m"))
 			reason := "DeletePod"
 			if c.medium == stewardv1.StorageMediumMemory {
-				// Replaced add-first: a member on the target joins before each one leaves.
 				reason = "RemoveMember"
+			}
+			if c.medium == stewardv1.StorageMediumMemory && !c.removeFirst {
+				// Replaced add-first: a member on the target joins before each one leaves.
 				if got := voters(ns, "web")(); slices.Equal(slices.Sorted(slices.Values(got)), memberNames("web", c.replicas)) {
 					t.Errorf("members %v after an add-first roll: each replacement takes a new name", got)
 				}
