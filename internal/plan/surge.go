@@ -1,6 +1,10 @@
 package plan
 
-import "slices"
+import (
+	"slices"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+)
 
 // Add-first replacement of memory members (issue 30). A memory member cannot restart: its data
 // lives in its Pod, so rolling it means replacing it by a fresh member that copies the data from
@@ -23,13 +27,17 @@ import "slices"
 // 3.6.11+ count the connected voters of n+1), so add-first is for healthy members only: an outdated
 // member that is down is replaced remove-first, as a failed one is (repair).
 
-// maxSurge is how many members the roll may add beyond spec.replicas: spec.updateStrategy.maxSurge
-// for memory members (default 1); PVC members restart on their volumes and take none.
-func (f *Facts) maxSurge() int {
-	if !f.memory() {
+// maxSurge is how many members the roll may add beyond spec.replicas (MaxSurge).
+func (f *Facts) maxSurge() int { return MaxSurge(&f.Cluster.Spec) }
+
+// MaxSurge is how many members a roll of spec may add beyond spec.replicas:
+// spec.updateStrategy.maxSurge for memory members (default 1); PVC members restart on their
+// volumes and take none. `kubectl etcd plan` reads it too.
+func MaxSurge(spec *stewardv1.EtcdClusterSpec) int {
+	if spec.Storage.Medium != stewardv1.StorageMediumMemory {
 		return 0
 	}
-	if s := f.Cluster.Spec.UpdateStrategy.MaxSurge; s != nil {
+	if s := spec.UpdateStrategy.MaxSurge; s != nil {
 		return int(*s)
 	}
 	return 1

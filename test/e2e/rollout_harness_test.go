@@ -199,19 +199,17 @@ func (w *rollWatch) finish(label string, maxUnavailable int) {
 	if w.addFirst > 0 {
 		w.checkAddFirst(w.addFirst)
 		t.Logf("MEASURE %s: %d members removed, each after its successor joined", label, len(restarts))
-		t.Logf("MEASURE %s steady: %s", label, before.Summary())
-		t.Logf("MEASURE %s during roll: %s", label, during.Summary())
-		return
+	} else {
+		var worst time.Duration
+		for _, r := range restarts {
+			worst = max(worst, r.Unavailable())
+		}
+		t.Logf("MEASURE %s: %d member restarts, longest unavailable %.2fs\n%s", label, len(restarts), worst.Seconds(),
+			framework.Summary(restarts))
+		w.mu.Lock()
+		t.Logf("MEASURE %s: fewest voters %d, most members %d (status, sampled every 200 ms)", label, w.fewestVoters, w.mostMembers)
+		w.mu.Unlock()
 	}
-	var worst time.Duration
-	for _, r := range restarts {
-		worst = max(worst, r.Unavailable())
-	}
-	t.Logf("MEASURE %s: %d member restarts, longest unavailable %.2fs\n%s", label, len(restarts), worst.Seconds(),
-		framework.Summary(restarts))
-	w.mu.Lock()
-	t.Logf("MEASURE %s: fewest voters %d, most members %d (status, sampled every 200 ms)", label, w.fewestVoters, w.mostMembers)
-	w.mu.Unlock()
 	t.Logf("MEASURE %s steady: %s", label, before.Summary())
 	t.Logf("MEASURE %s during roll: %s", label, during.Summary())
 }
