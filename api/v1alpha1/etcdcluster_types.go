@@ -120,6 +120,19 @@ type UpdateStrategy struct {
 	MaxSurge *int32 `json:"maxSurge,omitempty"`
 }
 
+// MaxSurge is how many members a roll or a drain of this cluster may add beyond spec.replicas:
+// spec.updateStrategy.maxSurge for memory members (default 1); PVC members restart on their volumes
+// and take none. The planner, the eviction webhook and `kubectl etcd plan` all read it here.
+func (s *EtcdClusterSpec) MaxSurge() int {
+	if s.Storage.Medium != StorageMediumMemory {
+		return 0
+	}
+	if m := s.UpdateStrategy.MaxSurge; m != nil {
+		return int(*m)
+	}
+	return 1
+}
+
 // PodDisruptionBudgetSpec configures the PodDisruptionBudget over member Pods. It limits evictions
 // (node drains) only; the operator's own, one-at-a-time disruptions do not go through it.
 // +kubebuilder:validation:XValidation:rule="!has(self.minAvailable) || !has(self.enabled) || self.enabled",message="spec.podDisruptionBudget.minAvailable needs the budget enabled"

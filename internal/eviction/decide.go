@@ -41,6 +41,9 @@ type Facts struct {
 	Prepared bool
 	// Leader: the member's EtcdMember says it leads.
 	Leader bool
+	// AddFirst: the member is replaced add-first (a memory member with a surge: its successor joins
+	// and votes, then Steward removes it and deletes its Pod, which ends the eviction).
+	AddFirst bool
 	// Others are the cluster's other members.
 	Others []Other
 	Now    time.Time
@@ -109,6 +112,10 @@ func waitingFor(f Facts) string {
 		}
 	}
 	switch {
+	case f.AddFirst && len(evicting) == 0:
+		// A joining successor is not ready yet: it is what the eviction waits for, not a repair.
+		return "replacing it add-first (a memory member, spec.updateStrategy.maxSurge): its successor joins and votes, " +
+			"then Steward removes it and deletes its Pod"
 	case len(evicting) > 0:
 		return fmt.Sprintf("waiting until %s, prepared first, is evicted and back (one member at a time)", strings.Join(evicting, ", "))
 	case len(down) > 0:

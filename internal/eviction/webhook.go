@@ -91,6 +91,10 @@ func (h *Handler) facts(ctx context.Context, pod *corev1.Pod, now time.Time) (Fa
 	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: member}, &m); err == nil {
 		f.Leader = m.Status.Role == stewardv1.RoleLeader
 	}
+	var ec stewardv1.EtcdCluster
+	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: cluster}, &ec); err == nil {
+		f.AddFirst = ec.Spec.MaxSurge() > 0
+	}
 	var pods corev1.PodList
 	if err := h.Reader.List(ctx, &pods, client.InNamespace(pod.Namespace), client.MatchingLabels{stewardv1.LabelCluster: cluster}); err != nil {
 		return Facts{}, err

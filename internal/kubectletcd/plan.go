@@ -157,7 +157,7 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	for _, ch := range resize {
 		add("%s: resize CPU/memory in the running Pod, no restart", ch.name)
 	}
-	addFirst := plan.MaxSurge(&next.Spec) > 0
+	addFirst := next.Spec.MaxSurge() > 0
 	for _, ch := range rebuild {
 		switch {
 		case medium == stewardv1.StorageMediumMemory && addFirst && ch.m.Ready:

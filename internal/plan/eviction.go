@@ -26,12 +26,24 @@ func (v *view) eviction() (Action, bool) {
 			return wait(ReasonWaitingForEviction, "%s is prepared for its eviction (leadership moved, out of the client Service): "+
 				"waiting for Kubernetes to evict it", m.Name), true
 		}
-		if victim == nil || m.Pod.EvictionRequested.Before(victim.Pod.EvictionRequested) {
+		if victim == nil || byEvictionRequest(m, victim) < 0 {
 			victim = m
 		}
 	}
 	if victim == nil || !victim.voter() || v.voterCount() < 2 {
 		return Action{}, false
+	}
+	if v.f.memory() && v.f.maxSurge() > 0 {
+		// A drained memory member is a planned move of a healthy member: replaced add-first (its
+		// successor created and voting before it is removed, which deletes its Pod and ends the
+		// eviction). While the successor is in, the scale step removes the drained member: drained
+		// members lead the surplus.
+		if v.surging() {
+			return Action{}, false
+		}
+		if a, ok := v.addBeside(victim, ReasonPreparingEviction, " for its eviction"); ok {
+			return a, true
+		}
 	}
 	if r := v.gate(victim.Name); !r.Passed() {
 		return wait(ReasonWaitingForHealth, "preparing %s for its eviction waits for the recovery gate: %s", victim.Name, r), true

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,10 +96,34 @@ func TestSequenceDrain(t *testing.T) {
 			t.Errorf("evicted %v, prepared %v; want all three, each prepared", evicted, prepared)
 		}
 	})
-	t.Run("memory members too: each evicted member is replaced before the next is prepared", func(t *testing.T) {
+	t.Run("memory members: each drained member is replaced add-first, never below 3 voters, none evicted", func(t *testing.T) {
 		w := formedWorld(t, 3, memory)
+		s := watchSurge(w)
+		// The second node is drained while the first member is replaced. Each step takes 10 s here, a
+		// replacement 10 steps: the second's request waits for the first replacement, and two
+		// requests at once would outlast the eviction's 2-minute bound (measured replacements take
+		// 14-19 s); past the bound the PodDisruptionBudget decides, as for any member.
+		w.converge(map[int]func(*world){1: drain("c-1"), 8: drain("c-2")})
+		w.assertConverged()
+		if s.minVoters != 3 || s.maxMembers != 4 {
+			t.Errorf("fewest voters %d, most members %d; want 3 and 4\n%s", s.minVoters, s.maxMembers, w.tail(60))
+		}
+		if got := removedInOrder(w); !slices.Equal(got, []string{"c-1", "c-2"}) {
+			t.Errorf("removed %v, want c-1 then c-2 (the earliest request first)\n%s", got, w.tail(60))
+		}
+		if got := evictedOf(w); len(got) > 0 {
+			t.Errorf("evicted %v: Steward removes a drained memory member once its successor votes, before the bound", got)
+		}
+	})
+	t.Run("memory members, maxSurge 0: each evicted member is replaced before the next is prepared", func(t *testing.T) {
+		w := formedWorld(t, 3, memory)
+		w.cluster.Spec.UpdateStrategy.MaxSurge = ptrTo[int32](0)
+		s := watchSurge(w)
 		w.converge(map[int]func(*world){1: drain("c-1", "c-2")})
 		w.assertConverged()
+		if got := evictedOf(w); !slices.Equal(got, []string{"c-1", "c-2"}) || s.minVoters != 2 {
+			t.Errorf("evicted %v, fewest voters %d; want c-1 and c-2 evicted remove-first, 2 voters", got, s.minVoters)
+		}
 	})
 	t.Run("a member down: nobody is prepared until it is back", func(t *testing.T) {
 		w := formedWorld(t, 3, "")
@@ -117,4 +142,15 @@ func TestSequenceDrain(t *testing.T) {
 			t.Errorf("events %v, want c-1 prepared, then evicted", got)
 		}
 	})
+}
+
+// evictedOf are the members whose Pods Kubernetes evicted, in order.
+func evictedOf(w *world) []string {
+	var out []string
+	for _, e := range w.events {
+		if e.kind == "Evicted" {
+			out = append(out, e.member)
+		}
+	}
+	return out
 }

@@ -2,8 +2,6 @@ package plan
 
 import (
 	"slices"
-
-	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
 // Add-first replacement of memory members (issue 30). A memory member cannot restart: its data
@@ -27,25 +25,13 @@ import (
 // 3.6.11+ count the connected voters of n+1), so add-first is for healthy members only: an outdated
 // member that is down is replaced remove-first, as a failed one is (repair).
 
-// maxSurge is how many members the roll may add beyond spec.replicas (MaxSurge).
-func (f *Facts) maxSurge() int { return MaxSurge(&f.Cluster.Spec) }
-
-// MaxSurge is how many members a roll of spec may add beyond spec.replicas:
-// spec.updateStrategy.maxSurge for memory members (default 1); PVC members restart on their
-// volumes and take none. `kubectl etcd plan` reads it too.
-func MaxSurge(spec *stewardv1.EtcdClusterSpec) int {
-	if spec.Storage.Medium != stewardv1.StorageMediumMemory {
-		return 0
-	}
-	if s := spec.UpdateStrategy.MaxSurge; s != nil {
-		return int(*s)
-	}
-	return 1
-}
+// maxSurge is how many members the roll may add beyond spec.replicas (EtcdClusterSpec.MaxSurge).
+func (f *Facts) maxSurge() int { return f.Cluster.Spec.MaxSurge() }
 
 // surplus are the active members a scale-in removes, first to go first: beyond spec.replicas, the
-// highest ordinals (PVC members: their PVCs keep their names). On memory storage outdated members
-// go first, in the roll's order: they would each need a replacement anyway, and after an add-first
+// highest ordinals (PVC members: their PVCs keep their names). On memory storage drained members go
+// first (the earliest eviction request first: their successor was added for them), then outdated
+// members in the roll's order: they would each need a replacement anyway, and after an add-first
 // surge the outdated member is what has to leave, not the member just added.
 func (v *view) surplus() []*memberView {
 	active := v.active()
@@ -58,15 +44,19 @@ func (v *view) surplus() []*memberView {
 		slices.Reverse(out)
 		return out
 	}
-	var outdated, current []*memberView
+	var drained, outdated, current []*memberView
 	for i := len(active) - 1; i >= 0; i-- {
-		if m := active[i]; m.change.Has(ChangeRoll) {
+		switch m := active[i]; {
+		case v.evictionRequested(m):
+			drained = append(drained, m)
+		case m.change.Has(ChangeRoll):
 			outdated = append(outdated, m)
-		} else {
+		default:
 			current = append(current, m)
 		}
 	}
-	return append(v.byRollOrder(outdated), current...)[:n]
+	slices.SortFunc(drained, byEvictionRequest)
+	return slices.Concat(drained, v.byRollOrder(outdated), current)[:n]
 }
 
 // surging: a memory cluster runs more members than spec.replicas (an add-first surge, or a
@@ -81,15 +71,21 @@ func (v *view) surging() bool {
 // etcd would refuse the add), or a single voter is rolled (never, for memory: rollSingle says so).
 // A ready victim waits for the whole cluster's gate, itself included: the add needs every voter.
 func (v *view) addFirst(victim *memberView) (_ Action, ok bool) {
-	if v.f.maxSurge() == 0 || !victim.readyVoter() || v.voterCount() < 2 {
+	return v.addBeside(victim, ReasonRollingMember, "")
+}
+
+// addBeside creates victim's successor on the target (addFirst); for says what the replacement is
+// for in the messages ("" for a roll).
+func (v *view) addBeside(victim *memberView, reason Reason, forWhat string) (_ Action, ok bool) {
+	if !v.f.memory() || v.f.maxSurge() == 0 || !victim.readyVoter() || v.voterCount() < 2 {
 		return Action{}, false
 	}
 	if r := v.gate(); !r.Passed() {
-		return wait(ReasonWaitingForHealth, "replacing %s add-first waits for the recovery gate: %s", victim.Name, r), true
+		return wait(ReasonWaitingForHealth, "replacing %s add-first%s waits for the recovery gate: %s", victim.Name, forWhat, r), true
 	}
 	ord := v.lowestFreeOrdinal()
-	a := act(CreateMember, memberName(v.f, ord), ReasonRollingMember, "replacing %s add-first: creating member #%d on the "+
-		"new template; %s is removed once it votes (spec.updateStrategy.maxSurge)", victim.Name, ord, victim.Name)
+	a := act(CreateMember, memberName(v.f, ord), reason, "replacing %s add-first%s: creating member #%d on the "+
+		"target template; %s is removed once it votes (spec.updateStrategy.maxSurge)", victim.Name, forWhat, ord, victim.Name)
 	a.Ordinal = ord
 	return a, true
 }
@@ -112,8 +108,20 @@ func (v *view) addFirstSurplus(m *memberView) bool {
 // surplusReason is why the scale step removes m: an add-first replacement finishing (an outdated
 // memory member while a surge member is in), or a scale-in.
 func (v *view) surplusReason(m *memberView) (Reason, string) {
+	if v.f.memory() && v.evictionRequested(m) && len(v.active())-v.f.replicas() <= v.f.maxSurge() {
+		return ReasonPreparingEviction, "replacing " + m.Name + " add-first for its eviction: its successor votes; removing it"
+	}
 	if v.addFirstSurplus(m) {
 		return ReasonRollingMember, "replacing " + m.Name + " add-first: its successor votes; removing it"
 	}
 	return ReasonScalingDown, "scaling down: removing " + m.Name
+}
+
+// byEvictionRequest orders drained members as the eviction step takes them: the earliest request
+// first, the lowest ordinal among requests of the same instant.
+func byEvictionRequest(a, b *memberView) int {
+	if c := a.Pod.EvictionRequested.Compare(b.Pod.EvictionRequested); c != 0 {
+		return c
+	}
+	return int(a.Ordinal - b.Ordinal)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,4 +160,45 @@ func operatorRestartedSince(t *testing.T, since time.Time) string {
 		}
 	}
 	return ""
+}
+
+// TestDrainMemoryAddFirst (issue 30): a drained memory member is a planned move of a healthy member,
+// so it is replaced add-first: its successor joins on a node still schedulable and votes, then
+// Steward removes the drained member and deletes its Pod, which ends kubectl drain's eviction. The
+// cluster keeps its 3 voters throughout (remove-first would drop to 2 while the successor catches up).
+func TestDrainMemoryAddFirst(t *testing.T) {
+	t.Parallel()
+	ns := f.Namespace(t)
+	nodePool(t, ns, "zone-a", "zone-b", "zone-c")
+	create(t, newCluster(ns, "db", 3, stewardv1.StorageMediumMemory, onPool(ns)))
+	waitSettled(t, ns, "db", 3, 4*time.Minute)
+	w := watchRollFor(t, ns, "db", 3, stewardv1.StorageMediumMemory)
+	lead := leader(t, ns, "db")
+	onNode, _ := memberPlacement(t, ns, "db")
+	node := onNode[lead]
+	w.changed = time.Now()
+	took := drain(t, node)
+	measure(t, "kubectl drain of the leader's node (memory, add-first)", took)
+	waitSettled(t, ns, "db", 3, 4*time.Minute)
+	measure(t, "drain (memory, add-first) to settled", time.Since(w.changed))
+	after, _ := memberPlacement(t, ns, "db")
+	t.Logf("placement before %v, after %v", onNode, after)
+	if _, ok := after[lead]; ok {
+		t.Errorf("%s is still a member after its node was drained: want it replaced", lead)
+	}
+	for m, n := range after {
+		if n == node {
+			t.Errorf("%s runs on the drained node %s", m, node)
+		}
+	}
+	steps := append(eventsWith(t, ns, "db", "CreateMember"), eventsWith(t, ns, "db", "DeleteMember")...)
+	t.Logf("CreateMember and DeleteMember events: %q", steps)
+	if !slices.ContainsFunc(steps, func(m string) bool { return strings.Contains(m, "add-first for its eviction: creating") }) ||
+		!slices.ContainsFunc(steps, func(m string) bool { return strings.Contains(m, "its successor votes; removing it") }) {
+		if restarted := operatorRestartedSince(t, w.changed); restarted != "" {
+			t.Skipf("the operator was restarted during the drain (%s): its webhook was not there to hold the eviction", restarted)
+		}
+		t.Errorf("no add-first replacement recorded for the drained %s: %q", lead, steps)
+	}
+	w.finish("drain of the leader's node (memory, add-first)", 1)
 }
