@@ -118,25 +118,49 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	for _, s := range live.Status.Members {
 		leader[s.Name], ready[s.Name] = s.Role == stewardv1.RoleLeader, s.Ready
 	}
-	// Scale-down removes the highest ordinals; those are not rolled first.
-	byOrdinal := append([]stewardv1.EtcdMember{}, members...)
-	sort.Slice(byOrdinal, func(i, j int) bool { return byOrdinal[i].Spec.Ordinal > byOrdinal[j].Spec.Ordinal })
+	// Every member's change, by ordinal.
+	var all []change
+	for _, m := range members {
+		all = append(all, change{name: m.Name, c: plan.Compare(m.Spec.Template, target, medium),
+			m: plan.RollRank{Ordinal: m.Spec.Ordinal, Ready: ready[m.Name], Leader: leader[m.Name]}})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].m.Ordinal < all[j].m.Ordinal })
+	rank := func(ch change) plan.RollRank { return ch.m }
+	// A scale-in removes what the planner's surplus names: the highest ordinals; on memory storage
+	// outdated members first, in the roll's order (each would need a replacement anyway), and
+	// before anything is rolled (the planner scales a memory cluster in before it replaces).
+	var surplus, outdated, current []change
+	for i := len(all) - 1; i >= 0; i-- {
+		if medium == stewardv1.StorageMediumMemory && all[i].c.Has(plan.ChangeRoll) {
+			outdated = append(outdated, all[i])
+		} else {
+			current = append(current, all[i])
+		}
+	}
+	plan.SortForRoll(outdated, rank)
+	surplus = append(outdated, current...)
 	lr, nr := replicas(live), replicas(next)
 	removed := map[string]bool{}
-	for i := 0; i < int(lr-nr) && i < len(byOrdinal); i++ {
-		removed[byOrdinal[i].Name] = true
+	var removals []string
+	for i := 0; i < int(lr-nr) && i < len(surplus); i++ {
+		removed[surplus[i].name] = true
+		removals = append(removals, surplus[i].name)
+	}
+	removeAll := func() {
+		for _, name := range removals {
+			add("remove member %s (leadership moved away first if it leads)", name)
+		}
+	}
+	if medium == stewardv1.StorageMediumMemory {
+		removeAll()
 	}
 	// The planner's passes (plan.roll): Pod metadata patched in place (by ordinal), then in-place
 	// resizes, then rebuilds, each of the last two in the planner's own roll order.
 	var patch, resize, rebuild []change
-	byOrdinalUp := append([]stewardv1.EtcdMember{}, members...)
-	sort.Slice(byOrdinalUp, func(i, j int) bool { return byOrdinalUp[i].Spec.Ordinal < byOrdinalUp[j].Spec.Ordinal })
-	for _, m := range byOrdinalUp {
-		if removed[m.Name] {
+	for _, ch := range all {
+		if removed[ch.name] {
 			continue
 		}
-		ch := change{name: m.Name, c: plan.Compare(m.Spec.Template, target, medium),
-			m: plan.RollRank{Ordinal: m.Spec.Ordinal, Ready: ready[m.Name], Leader: leader[m.Name]}}
 		switch {
 		case ch.c.Has(plan.ChangeRoll):
 			rebuild = append(rebuild, ch)
@@ -148,7 +172,6 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 			resize = append(resize, ch)
 		}
 	}
-	rank := func(ch change) plan.RollRank { return ch.m }
 	plan.SortForRoll(resize, rank)
 	plan.SortForRoll(rebuild, rank)
 	for _, ch := range patch {
@@ -181,8 +204,8 @@ func PlanSteps(live, next *stewardv1.EtcdCluster, members []stewardv1.EtcdMember
 	for i := lr; i < nr; i++ {
 		add("add a member as a learner, promote it once it caught up (%d of %d)", i-lr+1, nr-lr)
 	}
-	for i := 0; i < int(lr-nr) && i < len(byOrdinal); i++ {
-		add("remove member %s (leadership moved away first if it leads)", byOrdinal[i].Name)
+	if medium != stewardv1.StorageMediumMemory {
+		removeAll()
 	}
 	if len(steps) == 0 {
 		steps = append(steps, "nothing to do: every member already runs this template")

@@ -1,6 +1,7 @@
 package kubectletcd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -112,6 +114,39 @@ func TestPlanStepsMemoryAddFirst(t *testing.T) {
 	next.Spec.UpdateStrategy.MaxSurge = ptr.To[int32](0)
 	if got := strings.Join(PlanSteps(live, next, members), "\n"); !strings.Contains(got, "demo-2: replace it (memory storage: remove, add a learner") {
 		t.Errorf("maxSurge 0: PlanSteps:\n%s", got)
+	}
+}
+
+// TestPlanStepsMemoryScaleInMidRoll: a memory scale-in mid-roll removes outdated members first, in
+// the roll's order, before it replaces the rest (the planner's surplus), not the highest ordinals.
+func TestPlanStepsMemoryScaleInMidRoll(t *testing.T) {
+	live := fixtureCluster()
+	live.Spec.Storage.Medium = stewardv1.StorageMediumMemory
+	live.Spec.Replicas = ptr.To[int32](5)
+	next := live.DeepCopy()
+	next.Spec.Version = "3.6.17"
+	next.Spec.Replicas = ptr.To[int32](3)
+	var members []stewardv1.EtcdMember
+	for i := range 5 {
+		name := fmt.Sprintf("demo-%d", i)
+		m := stewardv1.EtcdMember{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "db"},
+			Spec: stewardv1.EtcdMemberSpec{ClusterName: "demo", Ordinal: int32(i), Template: live.Spec.MemberTemplate}}
+		if i >= 3 { // demo-3 and demo-4 run the new template already
+			m.Spec.Template = next.Spec.MemberTemplate
+			live.Status.Members = append(live.Status.Members, stewardv1.MemberStatus{Name: name, Role: stewardv1.RoleFollower, Ready: true})
+		}
+		members = append(members, m)
+	}
+	got := strings.Join(PlanSteps(live, next, members), "\n")
+	want := strings.Join([]string{
+		"1. version 3.6.16 -> 3.6.17 (Patch step)",
+		"2. remove member demo-2 (leadership moved away first if it leads)",
+		"3. remove member demo-0 (leadership moved away first if it leads)",
+		"4. demo-1 (leader): replace it add-first (memory storage: a new member on the new template joins as a learner and is " +
+			"promoted, then demo-1 is removed after leadership moved)",
+	}, "\n")
+	if got != want {
+		t.Errorf("PlanSteps:\n%s\nwant:\n%s", got, want)
 	}
 }
 
