@@ -92,6 +92,9 @@ export STEWARD_E2E_KUBE_APISERVER
 "$ROOT/hack/toolchain.sh" helm >/dev/null # cached; the install phase installs the chart with it
 STEWARD_E2E_HELM=$("$ROOT/hack/toolchain.sh" path helm)
 export STEWARD_E2E_HELM
+"$ROOT/hack/toolchain.sh" prometheus >/dev/null # cached; TestPrometheus runs it on the shipped monitors and rules
+STEWARD_E2E_PROMETHEUS=$("$ROOT/hack/toolchain.sh" path prometheus)
+export STEWARD_E2E_PROMETHEUS
 
 cd "$ROOT"
 # go_test LOG ARGS...: go test of the e2e packages, its output also kept in _out/e2e/LOG; on

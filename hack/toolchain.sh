@@ -22,6 +22,8 @@
 #                            and CA issuers only) + cert-manager's CRDs in a crds/ next to it
 #   versitygw                versitygw (hack/s3), an S3 server with a POSIX backend
 #   promtool                 promtool (hack/promtool), for the alert rules' unit tests
+#   prometheus               the Prometheus server (hack/promtool), for the e2e of the rules and
+#                            the dashboard against live clusters, and `make sandbox PROMETHEUS=1`
 #   helm                     helm (hack/helm), for the chart's tests and the e2e install phase
 #   all                      everything above
 #   versions                 KEY=VALUE lines: versions and paths (eval-safe)
@@ -29,7 +31,7 @@
 #                            kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 #                            kube-proxy, kubectl, etcd, etcdctl, etcdutl (= 3.6), etcd-3.X,
 #                            etcdctl-3.X, etcdutl-3.X, certmanager (the controller),
-#                            certmanager-crds (the CRD directory), versitygw, promtool, helm;
+#                            certmanager-crds (the CRD directory), versitygw, promtool, prometheus, helm;
 #                            exits 1 (path still printed) when it has not been built yet
 #
 # Build logs go to stderr; stdout carries only the output of `versions` and `path`.
@@ -91,6 +93,7 @@ CERTMANAGER_BIN=$CERTMANAGER_DIR/cert-manager-controller
 CERTMANAGER_CRDS=$CERTMANAGER_DIR/crds
 VERSITYGW_BIN=$BIN_DIR/versitygw/$VERSITYGW_VERSION/versitygw
 PROMTOOL_BIN=$BIN_DIR/promtool-$PROMTOOL_VERSION/promtool
+PROMETHEUS_BIN=$BIN_DIR/promtool-$PROMTOOL_VERSION/prometheus
 HELM_BIN=$BIN_DIR/helm-$HELM_VERSION/helm
 
 # Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
@@ -267,6 +270,16 @@ build_promtool() {
   link "$PROMTOOL_BIN" "$BIN_DIR/promtool"
 }
 
+# build_prometheus: the Prometheus server of the same module, with Kubernetes service discovery
+# only (the e2e and the sandbox scrape the operator and the members as the shipped monitors do)
+# and without the web UI's built-in assets (the API is what is used; the UI page says so).
+build_prometheus() {
+  (export GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=remove_all_sd,enable_kubernetes_sd"
+    build_one "$PROMETHEUS_BIN" "prometheus $PROMTOOL_VERSION" "$PROMTOOL_MOD" "" \
+      github.com/prometheus/prometheus/cmd/prometheus)
+  link "$PROMETHEUS_BIN" "$BIN_DIR/prometheus"
+}
+
 # build_helm: the helm CLI of hack/helm, stamped with its version, and with the Kubernetes version
 # `helm template` assumes (.Capabilities.KubeVersion) taken from the client-go it is built with.
 build_helm() {
@@ -287,7 +300,7 @@ print_versions() {
   for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION ETCD_36OLD_VERSION \
     CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION PROMTOOL_VERSION HELM_VERSION OUT_DIR \
     BIN_DIR TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ETCD_36OLD_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN HELM_BIN; do
+    ETCD_37_BIN_DIR ETCD_36OLD_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN PROMETHEUS_BIN HELM_BIN; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -306,6 +319,7 @@ print_path() {
     certmanager-crds) p=$CERTMANAGER_CRDS ;;
     versitygw) p=$VERSITYGW_BIN ;;
     promtool) p=$PROMTOOL_BIN ;;
+    prometheus) p=$PROMETHEUS_BIN ;;
     helm) p=$HELM_BIN ;;
     *) die "path: unknown binary '$name'" ;;
   esac
@@ -339,6 +353,7 @@ case $cmd in
   certmanager) lock; build_certmanager ;;
   versitygw) lock; build_versitygw ;;
   promtool) lock; build_promtool ;;
+  prometheus) lock; build_prometheus ;;
   helm) lock; build_helm ;;
   all)
     lock
@@ -350,6 +365,7 @@ case $cmd in
     build_certmanager
     build_versitygw
     build_promtool
+    build_prometheus
     build_helm
     log "all done in $(( $(date +%s) - start ))s"
     ;;

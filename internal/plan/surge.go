@@ -74,8 +74,8 @@ func (v *view) addFirst(victim *memberView) (_ Action, ok bool) {
 	return v.addBeside(victim, ReasonRollingMember, "")
 }
 
-// addBeside creates victim's successor on the target (addFirst); for says what the replacement is
-// for in the messages ("" for a roll).
+// addBeside creates victim's successor on the target (addFirst); forWhat says in the messages what
+// the replacement is for ("" for a roll, " for its eviction" for a drain).
 func (v *view) addBeside(victim *memberView, reason Reason, forWhat string) (_ Action, ok bool) {
 	if !v.f.memory() || v.f.maxSurge() == 0 || !victim.readyVoter() || v.voterCount() < 2 {
 		return Action{}, false
