@@ -22,8 +22,8 @@ load-images: ## Rebuild the operator image and import all images into the runnin
 	$(LOCALKUBE)/build.sh addons operator images
 	$(LOCALKUBE)/load-images.sh
 
-sandbox: ## Cluster + Steward installed from config/ + the sample EtcdCluster.
-	hack/sandbox.sh
+sandbox: ## Cluster + Steward installed from config/ + the sample EtcdCluster (PROMETHEUS=1: and a Prometheus).
+	PROMETHEUS=$(PROMETHEUS) hack/sandbox.sh
 
 e2e: ## End-to-end tests against the local cluster (KEEP_CLUSTER=1 keeps it up).
 	hack/e2e.sh

@@ -7,7 +7,8 @@
 # container).
 #
 # Waits until every sample is Available with all members Ready, timeout SANDBOX_TIMEOUT
-# (5m); SANDBOX_WAIT_AVAILABLE=0 skips the wait.
+# (5m); SANDBOX_WAIT_AVAILABLE=0 skips the wait. PROMETHEUS=1 also runs a Prometheus on this host
+# (built from the module proxy) on the shipped monitors and rules, at http://127.0.0.1:9090.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
 
@@ -56,6 +57,22 @@ if [[ $SANDBOX_WAIT_AVAILABLE == 1 ]]; then
   kctl get etcdclusters -A
 fi
 
+if [[ ${PROMETHEUS:-0} == 1 ]]; then
+  # The scraper's identity is the one config/prometheus binds to steward-metrics-reader.
+  "$ROOT/hack/toolchain.sh" prometheus >/dev/null
+  kctl create namespace monitoring --dry-run=client -o yaml | kctl apply -f - >/dev/null
+  kctl -n monitoring create serviceaccount prometheus-k8s --dry-run=client -o yaml | kctl apply -f - >/dev/null
+  kctl apply -f "$ROOT/config/prometheus/metrics_reader_binding.yaml" >/dev/null
+  prom=$LK/prometheus
+  mkdir -p "$prom"
+  kctl -n monitoring create token prometheus-k8s --duration 24h >"$prom/token"
+  (cd "$ROOT" && go run ./hack/prometheus -dir "$prom" -kubeconfig "$KUBECONFIG_ADMIN" -token-file "$prom/token")
+  stop_proc prometheus 5
+  start_proc prometheus "$("$ROOT/hack/toolchain.sh" path prometheus)" --config.file="$prom/prometheus.yml" \
+    --storage.tsdb.path="$prom/data" --web.listen-address=127.0.0.1:9090
+  wait_for "Prometheus on 127.0.0.1:9090" 60 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090'
+fi
+
 cat <<EOF
 
 Next:
@@ -86,3 +103,12 @@ YAML
 
   make cluster-down      # removes the cluster and all of its state (the S3 server's too)
 EOF
+if [[ ${PROMETHEUS:-0} == 1 ]]; then
+  cat <<EOF
+
+Prometheus (the shipped ServiceMonitor, PodMonitor and rules; docs/metrics.md) at http://127.0.0.1:9090:
+  curl -s 'http://127.0.0.1:9090/api/v1/targets?state=active' | grep -o '"health":"[a-z]*"' | sort | uniq -c
+  curl -s http://127.0.0.1:9090/api/v1/alerts
+  curl -s 'http://127.0.0.1:9090/api/v1/query?query=steward_cluster_members'
+EOF
+fi

@@ -1,0 +1,251 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/promconfig"
+)
+
+// TestPrometheus (issue 30): a real Prometheus, configured from the shipped ServiceMonitor, PodMonitor
+// and PrometheusRule as the Prometheus Operator would configure it (internal/promconfig), scrapes the
+// operator with a token and the members of a live cluster. Every dashboard panel's query returns
+// series, and the alerts the suite can induce fire and then clear: a member down (quorum at risk),
+// a stuck roll (an image that cannot be pulled, then corrected), NOSPACE (the quota filled; Steward
+// recovers) and a failed backup (a bucket that does not exist, then the right one). The rules' `for`
+// is cut to 0s and the stuck roll's 600 s to 15 s, as no CI run can wait them out; the expressions
+// are the shipped ones.
+func TestPrometheus(t *testing.T) {
+	t.Parallel()
+	ns := settledCluster(t, "pm", 3, "", func(ec *stewardv1.EtcdCluster) {
+		ec.Spec.Options.QuotaBackendBytes = ptr.To(resource.MustParse("16Mi"))
+	})
+	prom := startPrometheus(t, ns)
+	prom.waitTargets(t, 4) // the operator and three members
+	ctx := context.Background()
+
+	// A failed backup first: its schedule takes a minute to come round.
+	dest, _ := s3Storage(t, ns)
+	bad := *dest.S3
+	bad.Bucket = "no-such-bucket"
+	createObj(t, &stewardv1.EtcdBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "every-minute"},
+		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "* * * * *",
+			Template: stewardv1.EtcdBackupSpec{ClusterName: "pm", Destination: stewardv1.BackupStorage{S3: &bad}}}})
+
+	// Quorum at risk: one member frozen for 20 s.
+	freezeEtcd(t, ns, "pm-1", 20*time.Second, func() { prom.waitAlert(t, "StewardEtcdQuorumAtRisk", true, time.Minute) })
+	prom.waitAlert(t, "StewardEtcdQuorumAtRisk", false, 2*time.Minute)
+
+	// A stuck roll: an image nobody can pull; corrected, the roll goes on and finishes.
+	update(t, ns, "pm", func(ec *stewardv1.EtcdCluster) { ec.Spec.Image = "localhost/steward-e2e/no-such-etcd:0" })
+	prom.waitAlert(t, "StewardRolloutStuck", true, 2*time.Minute)
+	update(t, ns, "pm", func(ec *stewardv1.EtcdCluster) { ec.Spec.Image = "" })
+	waitSettled(t, ns, "pm", 3, 4*time.Minute)
+	prom.waitAlert(t, "StewardRolloutStuck", false, time.Minute)
+
+	// NOSPACE: raised by filling the quota, recovered by Steward (compact, defragment, disarm).
+	fillUntilNoSpace(t, clientFor(t, ns, "pm"))
+	prom.waitAlert(t, "StewardEtcdAlarm", true, 2*time.Minute)
+	prom.waitAlert(t, "StewardEtcdAlarm", false, 4*time.Minute)
+
+	// The backup: failed by now; pointed at the bucket that exists, the next one succeeds.
+	prom.waitAlert(t, "StewardBackupNotReady", true, 3*time.Minute)
+	var s stewardv1.EtcdBackupSchedule
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "every-minute"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Template.Destination = dest
+	if err := f.Client.Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	prom.waitAlert(t, "StewardBackupNotReady", false, 3*time.Minute)
+
+	// Every dashboard panel's query had series at some point of the run (the alarm's and the
+	// backups' exist only while there is one).
+	prom.checkDashboard(t, ns, "pm")
+}
+
+// prometheus is a Prometheus process of the test's, on the shipped monitors and rules.
+type prometheus struct {
+	api   promv1.API
+	ns    string
+	start time.Time
+}
+
+func startPrometheus(t *testing.T, ns string) *prometheus {
+	t.Helper()
+	bin := os.Getenv("STEWARD_E2E_PROMETHEUS")
+	if bin == "" {
+		t.Fatal("STEWARD_E2E_PROMETHEUS is not set: run the e2e through hack/e2e.sh (make e2e), which builds Prometheus")
+	}
+	dir := t.TempDir()
+	shipped := func(name string) []byte {
+		_, file, _, _ := runtime.Caller(0)
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "config", "prometheus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rules, err := promconfig.Rules(shipped("prometheusrule.yaml"), func(r map[string]any) {
+		if r["for"] != nil {
+			r["for"] = "0s"
+		}
+		if r["alert"] == "StewardRolloutStuck" {
+			r["expr"] = strings.Replace(fmt.Sprint(r["expr"]), "> 600", "> 15", 1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := promconfig.Config(promconfig.Options{
+		Kubeconfig: os.Getenv("KUBECONFIG"), TokenFile: write("token", []byte(newScraper(t, ns).token)),
+		Namespaces: []string{ns}, ScrapeInterval: "1s", EvaluationInterval: "1s", RuleFiles: []string{write("rules.yml", rules)},
+	}, shipped("servicemonitor.yaml"), shipped("podmonitor.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	logf, err := os.Create(filepath.Join(f.Artifacts, "prometheus-"+ns+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+write("prometheus.yml", cfg), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logf.Close()
+	})
+	c, err := promapi.NewClient(promapi.Config{Address: "http://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &prometheus{api: promv1.NewAPI(c), ns: ns, start: time.Now()}
+}
+
+// waitTargets waits until n targets are up.
+func (p *prometheus) waitTargets(t *testing.T, n int) {
+	t.Helper()
+	start := time.Now()
+	f.WaitFor(t, p.ns, fmt.Sprintf("%d Prometheus targets up", n), 2*time.Minute, func(ctx context.Context) (bool, error) {
+		r, err := p.api.Targets(ctx)
+		if err != nil {
+			return false, err
+		}
+		var up, down []string
+		for _, tg := range r.Active {
+			name := string(tg.Labels["job"]) + " " + string(tg.Labels["pod"])
+			if tg.Health == promv1.HealthGood {
+				up = append(up, name)
+			} else {
+				down = append(down, fmt.Sprintf("%s (%s: %s)", name, tg.Health, tg.LastError))
+			}
+		}
+		return len(up) >= n, fmt.Errorf("up %v; not up %v", up, down)
+	})
+	measure(t, fmt.Sprintf("Prometheus started to %d targets up", n), time.Since(start))
+}
+
+// waitAlert waits until the alert is firing for the test's namespace (firing true) or no longer is.
+func (p *prometheus) waitAlert(t *testing.T, name string, firing bool, timeout time.Duration) {
+	t.Helper()
+	state := "firing"
+	if !firing {
+		state = "cleared"
+	}
+	start := time.Now()
+	f.WaitFor(t, p.ns, name+" "+state, timeout, func(ctx context.Context) (bool, error) {
+		r, err := p.api.Alerts(ctx)
+		if err != nil {
+			return false, err
+		}
+		var seen []string
+		on := false
+		for _, a := range r.Alerts {
+			if string(a.Labels["namespace"]) != p.ns {
+				continue
+			}
+			seen = append(seen, fmt.Sprintf("%s %s", a.Labels["alertname"], a.State))
+			on = on || (string(a.Labels["alertname"]) == name && a.State == promv1.AlertStateFiring)
+		}
+		return on == firing, fmt.Errorf("alerts of the namespace: %v", seen)
+	})
+	measure(t, "Prometheus: "+name+" "+state, time.Since(start))
+}
+
+// checkDashboard runs every panel query of the shipped dashboard over the test's time so far: each
+// returns series.
+func (p *prometheus) checkDashboard(t *testing.T, ns, cluster string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "config", "prometheus", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := promv1.Range{Start: p.start, End: time.Now(), Step: 5 * time.Second}
+	queries := 0
+	for _, panel := range d.Panels {
+		for _, tg := range panel.Targets {
+			q := strings.NewReplacer("$namespace", ns, "$cluster", cluster).Replace(tg.Expr)
+			v, _, err := p.api.QueryRange(ctx, q, r)
+			queries++
+			switch m, _ := v.(model.Matrix); {
+			case err != nil:
+				t.Errorf("panel %q: %s: %v", panel.Title, q, err)
+			case len(m) == 0:
+				t.Errorf("panel %q: %s returned no series over the run", panel.Title, q)
+			}
+		}
+	}
+	t.Logf("MEASURE dashboard: %d panels, %d queries, each with series", len(d.Panels), queries)
+}
