@@ -145,6 +145,12 @@ func (v *view) learner(l *memberView) Action {
 	switch {
 	case refused != "":
 		return v.joinRefused(l)
+	case l.Pod.Unschedulable && v.surging():
+		// An add-first successor: no node has room for one member Pod more. Dropping to
+		// remove-first would cost a voter, which is the user's call, not a scheduling outcome.
+		return wait(ReasonMemberUnschedulable, "learner %s, added first to replace a member (a roll or a drain), cannot be scheduled: "+
+			"make room for one more member Pod, or set spec.updateStrategy.maxSurge: 0 to replace members remove-first "+
+			"(one voter fewer while each successor catches up)", l.Name)
 	case l.Pod.Unschedulable:
 		return wait(ReasonMemberUnschedulable, "learner %s cannot be scheduled", l.Name)
 	case !r.Passed():

@@ -53,6 +53,18 @@ func TestPlanAddFirst(t *testing.T) {
 			f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Ready: true}
 			f.addLearner("c-3", false)
 		}, want: want{kind: Wait, reason: ReasonLearnerCatchingUp}},
+		{name: "the surge learner cannot be scheduled: the wait says how to go on (room, or maxSurge 0)", medium: memory,
+			mutate: func(f *Facts) {
+				outdated(f)
+				f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Unschedulable: true}
+				f.addLearner("c-3", false)
+			}, want: want{kind: Wait, reason: ReasonMemberUnschedulable, message: "spec.updateStrategy.maxSurge: 0"}},
+		{name: "a learner that is no surge cannot be scheduled: no maxSurge advice", medium: memory,
+			mutate: func(f *Facts) {
+				f.setReplicas(4)
+				f.newMember(3, stewardv1.MemberLearner).Pod = Pod{Exists: true, Unschedulable: true}
+				f.addLearner("c-3", false)
+			}, want: want{kind: Wait, reason: ReasonMemberUnschedulable, message: "learner c-3 cannot be scheduled"}},
 		{name: "the surge member is pending: it joins, no second surge", medium: memory, mutate: func(f *Facts) {
 			outdated(f)
 			f.newMember(3, stewardv1.MemberPending)
