@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,8 +53,15 @@ func TestPrometheus(t *testing.T) {
 		Spec: stewardv1.EtcdBackupScheduleSpec{Schedule: "* * * * *",
 			Template: stewardv1.EtcdBackupSpec{ClusterName: "pm", Destination: stewardv1.BackupStorage{S3: &bad}}}})
 
-	// Quorum at risk: one member frozen for 20 s.
-	freezeEtcd(t, ns, "pm-1", 20*time.Second, func() { prom.waitAlert(t, "StewardEtcdQuorumAtRisk", true, time.Minute) })
+	// Quorum at risk: one member's etcd stopped (SIGSTOP) until the alert fires.
+	pid := hostPID(t, "--name=pm-1", "."+ns+".svc")
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP %d: %v", pid, err)
+	}
+	thaw := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+	t.Cleanup(thaw)
+	prom.waitAlert(t, "StewardEtcdQuorumAtRisk", true, time.Minute)
+	thaw()
 	prom.waitAlert(t, "StewardEtcdQuorumAtRisk", false, 2*time.Minute)
 
 	// A stuck roll: an image nobody can pull; corrected, the roll goes on and finishes.
@@ -230,22 +238,27 @@ func (p *prometheus) checkDashboard(t *testing.T, ns, cluster string) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r := promv1.Range{Start: p.start, End: time.Now(), Step: 5 * time.Second}
+	// Retried for a while: the last change (the first successful backup) reaches a scrape a few
+	// seconds after status shows it.
 	queries := 0
-	for _, panel := range d.Panels {
-		for _, tg := range panel.Targets {
-			q := strings.NewReplacer("$namespace", ns, "$cluster", cluster).Replace(tg.Expr)
-			v, _, err := p.api.QueryRange(ctx, q, r)
-			queries++
-			switch m, _ := v.(model.Matrix); {
-			case err != nil:
-				t.Errorf("panel %q: %s: %v", panel.Title, q, err)
-			case len(m) == 0:
-				t.Errorf("panel %q: %s returned no series over the run", panel.Title, q)
+	f.WaitFor(t, ns, "every dashboard query with series", time.Minute, func(ctx context.Context) (bool, error) {
+		r := promv1.Range{Start: p.start, End: time.Now(), Step: 5 * time.Second}
+		var empty []string
+		queries = 0
+		for _, panel := range d.Panels {
+			for _, tg := range panel.Targets {
+				q := strings.NewReplacer("$namespace", ns, "$cluster", cluster).Replace(tg.Expr)
+				v, _, err := p.api.QueryRange(ctx, q, r)
+				if err != nil {
+					return false, fmt.Errorf("panel %q: %s: %w", panel.Title, q, err)
+				}
+				queries++
+				if m, _ := v.(model.Matrix); len(m) == 0 {
+					empty = append(empty, fmt.Sprintf("panel %q: %s", panel.Title, q))
+				}
 			}
 		}
-	}
+		return len(empty) == 0, fmt.Errorf("no series over the run: %s", strings.Join(empty, "; "))
+	})
 	t.Logf("MEASURE dashboard: %d panels, %d queries, each with series", len(d.Panels), queries)
 }
