@@ -43,6 +43,7 @@ func TestPrometheus(t *testing.T) {
 	})
 	prom := startPrometheus(t, ns)
 	prom.waitTargets(t, 4) // the operator and three members
+	prom.assertQuiet(t)
 	ctx := context.Background()
 
 	// A failed backup first: its schedule takes a minute to come round.
@@ -216,6 +217,50 @@ func (p *prometheus) waitAlert(t *testing.T, name string, firing bool, timeout t
 		return on == firing, fmt.Errorf("alerts of the namespace: %v", seen)
 	})
 	measure(t, "Prometheus: "+name+" "+state, time.Since(start))
+}
+
+// assertQuiet: every rule evaluates without error, and a settled cluster fires no alert (with every
+// rule's `for` at 0s, a rule that misread a healthy cluster would fire here). It waits until every
+// rule was evaluated over scraped data.
+func (p *prometheus) assertQuiet(t *testing.T) {
+	t.Helper()
+	targetsUp := time.Now()
+	var rules []promv1.AlertingRule
+	f.WaitFor(t, p.ns, "every rule evaluated over scraped data", 30*time.Second, func(ctx context.Context) (bool, error) {
+		r, err := p.api.Rules(ctx, nil)
+		if err != nil {
+			return false, err
+		}
+		rules = nil
+		var stale []string
+		for _, g := range r.Groups {
+			for _, rule := range g.Rules {
+				if a, ok := rule.(promv1.AlertingRule); ok {
+					rules = append(rules, a)
+					if !a.LastEvaluation.After(targetsUp.Add(3 * time.Second)) {
+						stale = append(stale, a.Name)
+					}
+				}
+			}
+		}
+		return len(rules) > 0 && len(stale) == 0, fmt.Errorf("%d alerting rules, not evaluated since the targets were up: %v", len(rules), stale)
+	})
+	for _, a := range rules {
+		if a.Health != promv1.RuleHealthGood || a.LastError != "" {
+			t.Errorf("rule %s evaluates with health %s: %s", a.Name, a.Health, a.LastError)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := p.api.Alerts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range r.Alerts {
+		if string(a.Labels["namespace"]) == p.ns {
+			t.Errorf("alert %s is %s for a settled cluster: %v", a.Labels["alertname"], a.State, a.Annotations["summary"])
+		}
+	}
 }
 
 // checkDashboard runs every panel query of the shipped dashboard over the test's time so far: each
