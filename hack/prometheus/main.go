@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/etcd-steward/steward/internal/promconfig"
 )
@@ -29,34 +28,7 @@ func run(dir, kubeconfig, token, shipped string) error {
 	if dir == "" || kubeconfig == "" || token == "" {
 		return fmt.Errorf("-dir, -kubeconfig and -token-file are required")
 	}
-	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(shipped, name)) }
-	pr, err := read("prometheusrule.yaml")
-	if err != nil {
-		return err
-	}
-	rules, err := promconfig.Rules(pr, nil)
-	if err != nil {
-		return err
-	}
-	rulesPath, err := filepath.Abs(filepath.Join(dir, "rules.yml"))
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(rulesPath, rules, 0o600); err != nil {
-		return err
-	}
-	sm, err := read("servicemonitor.yaml")
-	if err != nil {
-		return err
-	}
-	pm, err := read("podmonitor.yaml")
-	if err != nil {
-		return err
-	}
-	cfg, err := promconfig.Config(promconfig.Options{Kubeconfig: kubeconfig, TokenFile: token, ScrapeInterval: "15s",
-		EvaluationInterval: "15s", RuleFiles: []string{rulesPath}}, sm, pm)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "prometheus.yml"), cfg, 0o600)
+	_, err := promconfig.Write(dir, shipped, promconfig.Options{Kubeconfig: kubeconfig, TokenFile: token,
+		ScrapeInterval: "15s", EvaluationInterval: "15s"}, nil)
+	return err
 }

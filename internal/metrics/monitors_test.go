@@ -15,13 +15,6 @@ import (
 // runs a Prometheus on the same configuration against live clusters.
 func TestShippedMonitorsLoadInPrometheus(t *testing.T) {
 	dir := t.TempDir()
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(repoRoot(), "config", "prometheus", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -29,20 +22,16 @@ func TestShippedMonitorsLoadInPrometheus(t *testing.T) {
 		}
 		return p
 	}
-	rules, err := promconfig.Rules(read("prometheusrule.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := promconfig.Config(promconfig.Options{
+	cfg, err := promconfig.Write(dir, filepath.Join(repoRoot(), "config", "prometheus"), promconfig.Options{
 		Kubeconfig: write("kubeconfig", []byte("apiVersion: v1\nkind: Config\n")), TokenFile: write("token", []byte("t")),
-		RuleFiles: []string{write("rules.yml", rules)}, ScrapeInterval: "5s", EvaluationInterval: "5s",
-	}, read("servicemonitor.yaml"), read("podmonitor.yaml"))
+		ScrapeInterval: "5s", EvaluationInterval: "5s",
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(promtool(t), "check", "config", write("prometheus.yml", cfg)).CombinedOutput()
+	out, err := exec.Command(promtool(t), "check", "config", cfg).CombinedOutput()
 	if err != nil {
-		t.Fatalf("promtool check config: %v\n%s\n%s", err, out, cfg)
+		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
 }

@@ -29,25 +29,9 @@ func QueriedSeries(root string) (map[string][]string, error) {
 			out[m] = append(out[m], where)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "dashboard.json"))
+	dash, err := ReadDashboard(root)
 	if err != nil {
 		return nil, err
-	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Query any `json:"query"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		return nil, fmt.Errorf("dashboard.json: %w", err)
 	}
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
@@ -59,7 +43,7 @@ func QueriedSeries(root string) (map[string][]string, error) {
 			add("dashboard variable", q)
 		}
 	}
-	raw, err = os.ReadFile(filepath.Join(root, "config", "prometheus", "prometheusrule.yaml"))
+	raw, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -90,4 +74,32 @@ func BaseSeries(name string) string {
 		name = strings.TrimSuffix(name, suffix)
 	}
 	return name
+}
+
+// Dashboard is what the shipped Grafana dashboard queries: its panels' and its variables'.
+type Dashboard struct {
+	Panels []struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+	Templating struct {
+		List []struct {
+			Query any `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+// ReadDashboard reads config/prometheus/dashboard.json under the repository root.
+func ReadDashboard(root string) (*Dashboard, error) {
+	raw, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "dashboard.json"))
+	if err != nil {
+		return nil, err
+	}
+	var d Dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("dashboard.json: %w", err)
+	}
+	return &d, nil
 }

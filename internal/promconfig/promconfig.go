@@ -12,6 +12,8 @@ package promconfig
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -284,4 +286,41 @@ func Rules(prometheusRule []byte, edit func(rule map[string]any)) ([]byte, error
 		}
 	}
 	return yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
+}
+
+// Write writes rules.yml (the PrometheusRule's groups, edited by edit when not nil) and
+// prometheus.yml (the ServiceMonitor's and PodMonitor's scrape configs, loading rules.yml) into dir,
+// from the shipped files in monitoring (config/prometheus), and returns prometheus.yml's path.
+func Write(dir, monitoring string, o Options, edit func(rule map[string]any)) (string, error) {
+	read := func(name string) ([]byte, error) { return os.ReadFile(filepath.Join(monitoring, name)) }
+	pr, err := read("prometheusrule.yaml")
+	if err != nil {
+		return "", err
+	}
+	rules, err := Rules(pr, edit)
+	if err != nil {
+		return "", err
+	}
+	rulesPath, err := filepath.Abs(filepath.Join(dir, "rules.yml"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(rulesPath, rules, 0o600); err != nil {
+		return "", err
+	}
+	var monitors [][]byte
+	for _, name := range []string{"servicemonitor.yaml", "podmonitor.yaml"} {
+		b, err := read(name)
+		if err != nil {
+			return "", err
+		}
+		monitors = append(monitors, b)
+	}
+	o.RuleFiles = append(o.RuleFiles, rulesPath)
+	cfg, err := Config(o, monitors...)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "prometheus.yml")
+	return path, os.WriteFile(path, cfg, 0o600)
 }

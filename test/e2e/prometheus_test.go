@@ -4,13 +4,11 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/metrics"
 	"github.com/etcd-steward/steward/internal/promconfig"
 )
 
@@ -108,22 +107,13 @@ func startPrometheus(t *testing.T, ns string) *prometheus {
 		t.Fatal("STEWARD_E2E_PROMETHEUS is not set: run the e2e through hack/e2e.sh (make e2e), which builds Prometheus")
 	}
 	dir := t.TempDir()
-	shipped := func(name string) []byte {
-		_, file, _, _ := runtime.Caller(0)
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "config", "prometheus", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte(newScraper(t, ns).token), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	rules, err := promconfig.Rules(shipped("prometheusrule.yaml"), func(r map[string]any) {
+	cfg, err := promconfig.Write(dir, filepath.Join(filepath.Join("..", ".."), "config", "prometheus"), promconfig.Options{
+		Kubeconfig: os.Getenv("KUBECONFIG"), TokenFile: token, Namespaces: []string{ns}, ScrapeInterval: "1s", EvaluationInterval: "1s",
+	}, func(r map[string]any) {
 		if r["for"] != nil {
 			r["for"] = "0s"
 		}
@@ -131,13 +121,6 @@ func startPrometheus(t *testing.T, ns string) *prometheus {
 			r["expr"] = strings.Replace(fmt.Sprint(r["expr"]), "> 600", "> 15", 1)
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := promconfig.Config(promconfig.Options{
-		Kubeconfig: os.Getenv("KUBECONFIG"), TokenFile: write("token", []byte(newScraper(t, ns).token)),
-		Namespaces: []string{ns}, ScrapeInterval: "1s", EvaluationInterval: "1s", RuleFiles: []string{write("rules.yml", rules)},
-	}, shipped("servicemonitor.yaml"), shipped("podmonitor.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +134,7 @@ func startPrometheus(t *testing.T, ns string) *prometheus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config.file="+write("prometheus.yml", cfg), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -267,20 +250,8 @@ func (p *prometheus) assertQuiet(t *testing.T) {
 // returns series.
 func (p *prometheus) checkDashboard(t *testing.T, ns, cluster string) {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "config", "prometheus", "dashboard.json"))
+	d, err := metrics.ReadDashboard(filepath.Join("..", ".."))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatal(err)
 	}
 	// Retried for a while: the last change (the first successful backup) reaches a scrape a few
