@@ -37,7 +37,8 @@ type EtcdClusterSpec struct {
 	// +kubebuilder:default={}
 	UpdateStrategy UpdateStrategy `json:"updateStrategy"`
 
-	// podDisruptionBudget over member Pods; managed by default with minAvailable = replicas - 1.
+	// podDisruptionBudget over member Pods; managed by default with minAvailable one less than the
+	// larger of replicas and the voter Pods there are (one eviction at a time, a surge counted).
 	// +optional
 	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
 
@@ -142,7 +143,7 @@ type PodDisruptionBudgetSpec struct {
 	// +kubebuilder:default=true
 	Enabled *bool `json:"enabled,omitempty"`
 
-	// minAvailable overrides the default of replicas - 1.
+	// minAvailable overrides the default (one less than the larger of replicas and the voter Pods).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinAvailable *int32 `json:"minAvailable,omitempty"`

@@ -157,6 +157,27 @@ func TestBootstrapCreatesOnlyTheSeed(t *testing.T) {
 	if pdb.Spec.MinAvailable.IntVal != 2 {
 		t.Errorf("PDB minAvailable = %v, want 2", pdb.Spec.MinAvailable)
 	}
+	// Four voter Pods for spec.replicas 3 (an add-first surge): the budget keeps 3, one eviction.
+	for i := range 4 {
+		labels := resources.SelectorLabels("db")
+		labels[stewardv1.LabelVoter] = "true"
+		labels[stewardv1.LabelMember] = fmt.Sprintf("surge-%d", i)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("surge-%d", i), Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}, NodeName: "nowhere"}}
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = env.Client.Delete(ctx, p) }()
+	}
+	eventually(t, "PDB minAvailable 3 with 4 voter Pods", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &pdb); err != nil {
+			return err
+		}
+		if pdb.Spec.MinAvailable.IntVal != 3 {
+			return fmt.Errorf("minAvailable %v", pdb.Spec.MinAvailable)
+		}
+		return nil
+	})
 
 	// Disabling the budget removes it.
 	patch := client.MergeFrom(ec.DeepCopy())

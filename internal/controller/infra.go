@@ -57,7 +57,14 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv
 			return nil, fmt.Errorf("service %s: %w", want.Name, err)
 		}
 	}
-	want := resources.PDB(ec)
+	// The budget counts the Pods its selector matches: the voter Pods there are now.
+	var voters corev1.PodList
+	sel := resources.SelectorLabels(ec.Name)
+	sel[stewardv1.LabelVoter] = "true"
+	if err := r.Client.List(ctx, &voters, client.InNamespace(ec.Namespace), client.MatchingLabels(sel)); err != nil {
+		return taken, err
+	}
+	want := resources.PDB(ec, len(voters.Items))
 	if want == nil {
 		pdb := &policyv1.PodDisruptionBudget{}
 		pdb.Name, pdb.Namespace = resources.PDBName(ec.Name), ec.Namespace

@@ -275,16 +275,22 @@ func TestPDB(t *testing.T) {
 	cases := []struct {
 		name     string
 		replicas int32
+		voters   int // voter Pods now
 		spec     *stewardv1.PodDisruptionBudgetSpec
 		want     int32 // -1: no PDB
 	}{
-		{"default 3", 3, nil, 2},
-		{"default 5 keeps 4", 5, nil, 4},
-		{"single member", 1, nil, 0},
-		{"dormant", 0, nil, 0},
-		{"override", 5, &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}, 3},
-		{"disabled", 3, &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}, -1},
-		{"explicitly enabled", 3, &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(true)}, 2},
+		{"default 3", 3, 3, nil, 2},
+		{"default 5 keeps 4", 5, 5, nil, 4},
+		{"single member", 1, 1, nil, 0},
+		{"dormant", 0, 0, nil, 0},
+		// The budget counts the Pods it selects: with one voter more than spec.replicas (an
+		// add-first surge, a scale-in under way) replicas-1 would let two evictions through.
+		{"an add-first surge: 4 voters for 3 keeps 3", 3, 4, nil, 3},
+		{"scaling in from 5 to 3, 5 voters still: keeps 4", 3, 5, nil, 4},
+		{"scaling out from 3 to 5, 3 voters yet: keeps 4 (no eviction)", 5, 3, nil, 4},
+		{"override", 5, 5, &stewardv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To[int32](3)}, 3},
+		{"disabled", 3, 3, &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(false)}, -1},
+		{"explicitly enabled", 3, 3, &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(true)}, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -292,7 +298,7 @@ func TestPDB(t *testing.T) {
 				e.Spec.Replicas = ptr.To(c.replicas)
 				e.Spec.PodDisruptionBudget = c.spec
 			})
-			pdb := PDB(ec)
+			pdb := PDB(ec, c.voters)
 			if c.want < 0 {
 				if pdb != nil {
 					t.Fatal("disabled budget still built")

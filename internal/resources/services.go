@@ -54,15 +54,19 @@ func ClientService(ec *stewardv1.EtcdCluster) *corev1.Service {
 
 // PDB is the budget over voter Pods, or nil when the user disabled it. It gates evictions (node
 // drains) only: the operator deletes Pods directly, one at a time, through its own chokepoint.
-// The default keeps replicas-1 available: the intended size, not the current one, so a drain
-// during a scale-down cannot take a second member.
-func PDB(ec *stewardv1.EtcdCluster) *policyv1.PodDisruptionBudget {
+// The default lets one voter go: it keeps available one less than the larger of the intended size
+// and the voter Pods there are now (voters). The intended size, so a drain during a scale-out
+// takes nobody; the voters now, because the budget counts the Pods it selects, and with one voter
+// more than spec.replicas (an add-first surge, a scale-in under way) replicas-1 would let two go at
+// once. maxUnavailable would say it directly, but Kubernetes honours it only for Pods of a
+// controller with a scale subresource, which EtcdMember is not.
+func PDB(ec *stewardv1.EtcdCluster, voters int) *policyv1.PodDisruptionBudget {
 	spec := ec.Spec.PodDisruptionBudget
 	if spec != nil && spec.Enabled != nil && !*spec.Enabled {
 		return nil
 	}
 	replicas := ptr.Deref(ec.Spec.Replicas, 3)
-	minAvailable := max(replicas-1, 0)
+	minAvailable := max(max(replicas, int32(voters))-1, 0)
 	if spec != nil && spec.MinAvailable != nil {
 		minAvailable = *spec.MinAvailable
 	}
