@@ -24,8 +24,9 @@ func (r *EtcdClusterReconciler) ensureFinalizer(ctx context.Context, ec *steward
 	return r.Client.Patch(ctx, ec, client.MergeFrom(base))
 }
 
-// ensureServices keeps the peer and client Services and the PDB as built from the spec. None of
-// them disrupts a member, so they are kept in shape on every reconcile rather than planned.
+// ensureServices keeps the peer and client Services and the PDB as built from the spec (the PDB
+// also from the voter Pods there are: see resources.PDB). None of them disrupts a member, so they
+// are kept in shape on every reconcile rather than planned.
 //
 // A Service of the same name that is not this cluster's (a Helm release's, another operator's) is
 // never patched: its selector would start routing its clients to Steward's members. Its name comes

@@ -93,7 +93,9 @@ func (h *Handler) facts(ctx context.Context, pod *corev1.Pod, now time.Time) (Fa
 	}
 	var ec stewardv1.EtcdCluster
 	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: cluster}, &ec); err == nil {
-		f.AddFirst = ec.Spec.MaxSurge() > 0
+		// The planner replaces a ready member add-first; one that is not ready is prepared and
+		// evicted as any other (etcd would refuse the successor's add).
+		f.AddFirst = ec.Spec.MaxSurge() > 0 && ready(pod)
 	}
 	var pods corev1.PodList
 	if err := h.Reader.List(ctx, &pods, client.InNamespace(pod.Namespace), client.MatchingLabels{stewardv1.LabelCluster: cluster}); err != nil {
