@@ -112,7 +112,7 @@ func startPrometheus(t *testing.T, ns string) *prometheus {
 		t.Fatal(err)
 	}
 	cfg, err := promconfig.Write(dir, filepath.Join(filepath.Join("..", ".."), "config", "prometheus"), promconfig.Options{
-		Kubeconfig: os.Getenv("KUBECONFIG"), TokenFile: token, Namespaces: []string{ns}, ScrapeInterval: "1s", EvaluationInterval: "1s",
+		Kubeconfig: os.Getenv("KUBECONFIG"), TokenFile: token, Namespaces: []string{ns}, ScrapeInterval: "2s", EvaluationInterval: "1s",
 	}, func(r map[string]any) {
 		if r["for"] != nil {
 			r["for"] = "0s"
