@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,12 +79,15 @@ func TestPrometheus(t *testing.T) {
 
 	// The backup: failed by now; pointed at the bucket that exists, the next one succeeds.
 	prom.waitAlert(t, "StewardBackupNotReady", true, 3*time.Minute)
-	var s stewardv1.EtcdBackupSchedule
-	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "every-minute"}, &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Template.Destination = dest
-	if err := f.Client.Update(ctx, &s); err != nil {
+	// Retried on conflicts: the schedule's controller writes its status meanwhile.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s stewardv1.EtcdBackupSchedule
+		if err := f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "every-minute"}, &s); err != nil {
+			return err
+		}
+		s.Spec.Template.Destination = dest
+		return f.Client.Update(ctx, &s)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	prom.waitAlert(t, "StewardBackupNotReady", false, 3*time.Minute)
