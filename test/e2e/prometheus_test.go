@@ -262,7 +262,10 @@ func (p *prometheus) checkDashboard(t *testing.T, ns, cluster string) {
 	// seconds after status shows it.
 	queries := 0
 	f.WaitFor(t, ns, "every dashboard query with series", time.Minute, func(ctx context.Context) (bool, error) {
-		r := promv1.Range{Start: p.start, End: time.Now(), Step: 5 * time.Second}
+		// A step of 1 s, half the scrape interval: a series that lived for one scrape (the NOSPACE
+		// alarm can be gone 2 s after it was raised) is ended by its staleness marker at the next
+		// scrape, and a coarser step can fall on either side of it.
+		r := promv1.Range{Start: p.start, End: time.Now(), Step: time.Second}
 		var empty []string
 		queries = 0
 		for _, panel := range d.Panels {
