@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -261,15 +262,27 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		return f
 	}
 	// Cluster-wide calls go to voters; before any is recorded (bootstrap), to whoever has an address.
+	// Only to a member whose etcd runs: a Pod has its address while its init container runs, and
+	// keeps it while etcd waits for a restart; a call to it would wait out its timeout.
 	var voters, all []string
 	for name, ep := range o.endpoints {
 		all = append(all, ep)
-		if m := o.members[name]; m != nil && m.Status.Phase == stewardv1.MemberRunning {
+		if m := o.members[name]; m != nil && m.Status.Phase == stewardv1.MemberRunning && etcdMayAnswer(o.pods[name]) {
 			voters = append(voters, ep)
 		}
 	}
 	if len(voters) == 0 && len(seeds) == 0 {
-		voters = all
+		for name, ep := range o.endpoints {
+			if etcdMayAnswer(o.pods[name]) {
+				voters = append(voters, ep)
+			}
+		}
+	}
+	if len(voters) == 0 && len(seeds) == 0 {
+		f.MemberListErr = "no member's etcd container is running"
+		names, probes := probeAll(ctx, nil, o.endpoints, nil, o.pods)
+		f.Endpoints = endpointFacts(names, probes)
+		return f
 	}
 	// While adopting, the source's endpoints too: before Steward's first member votes they are
 	// the only way in, and the joining member is a learner, to which etcd refuses cluster calls
@@ -293,14 +306,14 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		list, clusterID, err = c.MemberList(ctx)
 		listed <- err
 	}()
-	names, probes := probeAll(ctx, c, o.endpoints, nil)
+	names, probes := probeAll(ctx, c, o.endpoints, nil, o.pods)
 	if err := <-listed; err != nil {
 		f.MemberListErr = err.Error()
 	} else {
 		o.clusterID = etcd.IDString(clusterID)
 		sourceEndpoints(ec, o, list)
 		// While adopting, the list names the source members: they are probed now.
-		more, moreProbes := probeAll(ctx, c, o.endpoints, names)
+		more, moreProbes := probeAll(ctx, c, o.endpoints, names, o.pods)
 		names, probes = append(names, more...), append(probes, moreProbes...)
 	}
 	for name, ep := range o.endpoints {
@@ -312,17 +325,10 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	for _, m := range list {
 		f.Members = append(f.Members, health.Member{ID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
 	}
-	for i, p := range probes {
-		s := p.status
-		e := health.Endpoint{Member: names[i], Reachable: s.Err == nil, Err: errText(s.Err), Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
-			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, StorageVersion: s.StorageVersion, Errors: s.Errors,
-			DowngradeEnabled: s.DowngradeEnabled, DowngradeTarget: s.DowngradeTarget,
-			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex,
-			ReadOK: p.readOK}
-		f.Endpoints = append(f.Endpoints, e)
-		f.Alarms = addAlarms(f.Alarms, s.Alarms)
+	f.Endpoints = endpointFacts(names, probes)
+	for _, p := range probes {
+		f.Alarms = addAlarms(f.Alarms, p.status.Alarms)
 	}
-	slices.SortFunc(f.Endpoints, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
 	f.Hashes = corruptionHashes(ctx, c, f, o.endpoints)
 	f.ClusterVersion = clusterVersion(ctx, ec, c, f, o.endpoints)
 	return f
@@ -335,9 +341,42 @@ type probe struct {
 	readOK bool
 }
 
+// endpointFacts are the probes' results as health facts, by member name.
+func endpointFacts(names []string, probes []probe) []health.Endpoint {
+	var out []health.Endpoint
+	for i, p := range probes {
+		s := p.status
+		out = append(out, health.Endpoint{Member: names[i], Reachable: s.Err == nil, Err: errText(s.Err), Healthy: s.Healthy(), MemberID: s.MemberID, ClusterID: s.ClusterID,
+			LeaderID: s.Leader, AppliedIndex: s.AppliedIndex, Version: s.Version, StorageVersion: s.StorageVersion, Errors: s.Errors,
+			DowngradeEnabled: s.DowngradeEnabled, DowngradeTarget: s.DowngradeTarget,
+			DBSize: s.DBSize, DBSizeInUse: s.DBSizeInUse, DBSizeQuota: s.DBSizeQuota, Revision: s.Revision, RaftIndex: s.RaftIndex,
+			ReadOK: p.readOK})
+	}
+	slices.SortFunc(out, func(a, b health.Endpoint) int { return strings.Compare(a.Member, b.Member) })
+	return out
+}
+
+// errEtcdNotRunning is the status of a member whose etcd container is not running: not dialled.
+var errEtcdNotRunning = errors.New("its etcd container is not running")
+
+// etcdMayAnswer says whether a member's etcd can answer a call: its Pod's etcd container runs. With
+// no Pod (a source member of an adoption, outside Kubernetes' view) it is asked.
+func etcdMayAnswer(p *corev1.Pod) bool {
+	if p == nil {
+		return true
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "etcd" {
+			return cs.State.Running != nil
+		}
+	}
+	return false
+}
+
 // probeAll probes every endpoint not in skip, concurrently, and returns the names probed with
-// their results in the same order.
-func probeAll(ctx context.Context, c *etcd.Client, endpoints map[string]string, skip []string) ([]string, []probe) {
+// their results in the same order. A member whose etcd container is not running (pods) is not
+// dialled: its result is errEtcdNotRunning at once.
+func probeAll(ctx context.Context, c *etcd.Client, endpoints map[string]string, skip []string, pods map[string]*corev1.Pod) ([]string, []probe) {
 	var names []string
 	for name := range endpoints {
 		if !slices.Contains(skip, name) {
@@ -347,6 +386,10 @@ func probeAll(ctx context.Context, c *etcd.Client, endpoints map[string]string, 
 	out := make([]probe, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
+		if !etcdMayAnswer(pods[name]) {
+			out[i].status = etcd.EndpointStatus{Endpoint: endpoints[name], Err: errEtcdNotRunning}
+			continue
+		}
 		wg.Go(func() {
 			s := c.Status(ctx, endpoints[name])
 			out[i].status = s

@@ -3,9 +3,13 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -143,6 +147,37 @@ func TestEtcdFacts(t *testing.T) {
 		t.Logf("gather without quorum: %s", took.Round(time.Millisecond))
 	})
 
+	// A member whose etcd container is not running (the Pod has its address while its init
+	// container runs, or etcd exited and waits for its restart) cannot answer: it is not dialled,
+	// so the gather does not wait out a call's timeout on it. Here its address accepts connections
+	// and never answers, as a stalled one would: a dial would hang until the timeout.
+	t.Run("an etcd container not running is not dialled", func(t *testing.T) {
+		mute := muteListener(t)
+		waiting := podWithEtcd(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}})
+		exited := podWithEtcd(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}})
+		start := time.Now()
+		o := &observed{members: map[string]*stewardv1.EtcdMember{"c-0": member("c-0", stewardv1.MemberRunning), "c-1": member("c-1", stewardv1.MemberRunning)},
+			endpoints: map[string]string{"c-0": live, "c-1": mute}, pods: map[string]*corev1.Pod{"c-0": podWithEtcd(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}), "c-1": exited}}
+		f := r.etcdFacts(ctx, cluster("not-running"), o)
+		r.Etcd.Forget("not-running")
+		if !f.MemberListKnown() || len(f.Endpoints) != 2 || !f.Endpoints[0].ReadOK {
+			t.Fatalf("facts %+v (%s)", f.Endpoints, f.MemberListErr)
+		}
+		if e := f.Endpoints[1]; e.Reachable || !strings.Contains(e.Err, "not running") {
+			t.Errorf("c-1, whose etcd exited: %+v", e)
+		}
+		// Bootstrap: the seed's Pod has an address, its etcd has not started yet.
+		o = &observed{members: map[string]*stewardv1.EtcdMember{}, endpoints: map[string]string{"c-0": mute}, pods: map[string]*corev1.Pod{"c-0": waiting}}
+		f = r.etcdFacts(ctx, cluster("not-started"), o)
+		r.Etcd.Forget("not-started")
+		if f.MemberListKnown() || !strings.Contains(f.MemberListErr, "etcd container is running") || len(f.Endpoints) != 1 || f.Endpoints[0].Reachable {
+			t.Errorf("facts %+v (%s)", f.Endpoints, f.MemberListErr)
+		}
+		if took := time.Since(start); took >= etcd.CallTimeout {
+			t.Errorf("the two gathers took %s: something waited on an etcd that does not run", took.Round(time.Millisecond))
+		}
+	})
+
 	t.Run("the only voter does not answer", func(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -159,4 +194,40 @@ func TestEtcdFacts(t *testing.T) {
 			t.Errorf("no reason given: %q, %q", f.MemberListErr, f.Endpoints[0].Err)
 		}
 	})
+}
+
+// podWithEtcd is a member Pod whose etcd container is in state.
+func podWithEtcd(state corev1.ContainerState) *corev1.Pod {
+	return &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", ContainerStatuses: []corev1.ContainerStatus{{Name: "etcd", State: state}}}}
+}
+
+// muteListener is an http:// address that accepts connections and never answers.
+func muteListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "http://" + l.Addr().String()
 }

@@ -36,11 +36,13 @@ func (c *campaign) runStep(s chaos.Step) chaos.StepRecord {
 	}
 	time.Sleep(s.FaultAfter)
 	rec.Injected, rec.Note = c.inject(s)
+	// The operation's own condition first: it may act while the cluster is not settled yet (a CA
+	// rotation's approval).
 	err = framework.Poll(context.Background(), convergeWithin, func(ctx context.Context) (bool, error) {
-		if ok, err := settled(c.ns, c.name, s.Replicas)(ctx); !ok {
+		if ok, err := done(ctx); !ok {
 			return false, err
 		}
-		return done(ctx)
+		return settled(c.ns, c.name, s.Replicas)(ctx)
 	})
 	rec.Converged = time.Since(rec.Started).Seconds()
 	if s.Op == chaos.OpBackup {
@@ -85,7 +87,13 @@ func (c *campaign) startOp(s chaos.Step) (framework.Condition, error) {
 	case chaos.OpRotateCA:
 		v := fmt.Sprintf("chaos-%d", s.N)
 		update(c.t, c.ns, c.name, func(ec *stewardv1.EtcdCluster) { ec.Spec.TLS.RotateCA = v })
+		// The traffic's client reloads its Secret: once it has, the old CA is dropped on approval,
+		// as its user would, not after spec.tls.dropOldCAAfter (TestCARotation/Memory waits that out).
+		traffic := clientTLSFor(c.t, c.ns, c.name)
 		return func(ctx context.Context) (bool, error) {
+			if _, err := approveDropOnceReloaded(ctx, c.ns, c.name, traffic); err != nil {
+				return false, err
+			}
 			ec, err := get(ctx, c.ns, c.name)
 			if err != nil || ec.Status.TLS == nil {
 				return false, err

@@ -168,7 +168,10 @@ func TestCARotation(t *testing.T) {
 		// carry on from live state (Pod trust annotations, served leaves, the CA Secret).
 		killAt string
 		auth   bool
-	}{{"", "", true}, {stewardv1.StorageMediumMemory, "", false}, {"", "SwapLeaves", false}} {
+		// approve: the test approves DropOldCA once its clients reloaded the Secrets; otherwise
+		// the rotation waits out spec.tls.dropOldCAAfter (90 s), the path of a user who never looks.
+		approve bool
+	}{{"", "", true, true}, {stewardv1.StorageMediumMemory, "", false, false}, {"", "SwapLeaves", false, true}} {
 		label := medium2(c.medium)
 		if c.killAt != "" {
 			label += "-operator-killed-in-" + c.killAt
@@ -176,7 +179,7 @@ func TestCARotation(t *testing.T) {
 		if c.auth {
 			label += "-auth"
 		}
-		medium, auth := c.medium, c.auth
+		medium, auth, approve := c.medium, c.auth, c.approve
 		t.Run(label, func(t *testing.T) {
 			t.Parallel()
 			// Every client here reloads the Secret: the shortest wait before dropping the old CA.
@@ -188,11 +191,14 @@ func TestCARotation(t *testing.T) {
 				}
 			})
 			var tenant *clientv3.Client
+			reloading := []*framework.ClientTLS{clientTLSFor(t, ns, "rot")}
 			if auth {
 				waitAuthOf(t, ns, "rot", "auth on with app-a ready", 3*time.Minute, func(a *stewardv1.AuthStatus) bool {
 					return a.Phase == "On" && len(a.Users) == 1 && a.Users[0].State == "Ready"
 				})
-				tenant = clientWith(t, ns, "rot", f.ClientTLS(t, ns, "rot-user-app-a"))
+				tenantTLS := f.ClientTLS(t, ns, "rot-user-app-a")
+				reloading = append(reloading, tenantTLS)
+				tenant = clientWith(t, ns, "rot", tenantTLS)
 				tenantWrites(t, tenant, "before")
 			}
 			oldCA := caFingerprint(t, ns, "rot")
@@ -211,7 +217,14 @@ func TestCARotation(t *testing.T) {
 				killOperator(t)
 			}
 			// Three passes of member restarts and a 90 s grace: 5m04s on a loaded run.
+			approved := false
 			f.WaitFor(t, ns, "rotation r1 finished", 12*time.Minute, func(ctx context.Context) (bool, error) {
+				if approve && !approved {
+					var err error
+					if approved, err = approveDropOnceReloaded(ctx, ns, "rot", reloading...); err != nil {
+						return false, err
+					}
+				}
 				ec, err := get(ctx, ns, "rot")
 				if err != nil || ec.Status.TLS == nil {
 					return false, err
@@ -222,6 +235,9 @@ func TestCARotation(t *testing.T) {
 				return settled(ns, "rot", 3)(ctx)
 			})
 			w.finish("CA rotation "+label, 1)
+			if approve && !approved {
+				t.Error("the rotation finished without asking for the approval to drop the old CA")
+			}
 			seen := passes.stop()
 			var order []string
 			for _, p := range seen {
@@ -301,6 +317,32 @@ func medium2(m stewardv1.StorageMedium) string {
 		return "PVC"
 	}
 	return string(m)
+}
+
+// approveDropOnceReloaded does what a user whose applications all reload their Secrets does
+// during a CA rotation: once status asks for the approval to drop the old CA and every one of
+// those clients holds its Secret's current material (the new-signed certificate, the new CA in
+// the bundle), it approves, rather than letting spec.tls.dropOldCAAfter run out. It reports
+// whether the approval is in the spec.
+func approveDropOnceReloaded(ctx context.Context, ns, name string, clients ...*framework.ClientTLS) (bool, error) {
+	ec, err := get(ctx, ns, name)
+	if err != nil || ec.Status.TLS == nil || ec.Status.TLS.DropOldCA == nil {
+		return false, err
+	}
+	approval := ec.Status.TLS.DropOldCA.Approval
+	if ec.Spec.TLS.ApproveDropOldCA == approval {
+		return true, nil
+	}
+	for _, c := range clients {
+		if ok, err := c.Current(ctx); !ok {
+			return false, err
+		}
+	}
+	patch := fmt.Sprintf(`{"spec":{"tls":{"approveDropOldCA":%q}}}`, approval)
+	if err := f.MergePatch(ctx, &stewardv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, patch); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // shortDropGrace: DropOldCA waits only the 90 s applications that reload need.

@@ -171,6 +171,18 @@ func (c *ClientTLS) Reloads() int {
 	return c.reloads
 }
 
+// Current reads the source once and says whether the material in use is what it holds now: a
+// client that reloads has caught up with the Secret.
+func (c *ClientTLS) Current(ctx context.Context) (bool, error) {
+	m, err := c.source(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.loaded && sameMaterial(c.raw, m), nil
+}
+
 // LastError is the error of the last failed load, nil when the last load succeeded.
 func (c *ClientTLS) LastError() error {
 	c.mu.RLock()
