@@ -216,7 +216,8 @@ func TestCARotation(t *testing.T) {
 				})
 				killOperator(t)
 			}
-			// Three passes of member restarts and a 90 s grace: 5m04s on a loaded run.
+			// Three passes of member restarts, and without the approval a 90 s grace: 5m04s on a
+			// loaded run.
 			approved := false
 			f.WaitFor(t, ns, "rotation r1 finished", 12*time.Minute, func(ctx context.Context) (bool, error) {
 				if approve && !approved {
