@@ -16,7 +16,7 @@ const sample = `=== RUN TestStatefulSetBaseline
 `
 
 func TestChartFromTheLog(t *testing.T) {
-	rolls, _, _, err := parse(strings.NewReader(sample))
+	rolls, _, _, _, err := parse(strings.NewReader(sample))
 	if err != nil {
 		t.Fatal(err)
 	}
