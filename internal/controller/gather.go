@@ -262,27 +262,20 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 		return f
 	}
 	// Cluster-wide calls go to voters; before any is recorded (bootstrap), to whoever has an address.
-	// Only to a member whose etcd runs: a Pod has its address while its init container runs, and
-	// keeps it while etcd waits for a restart; a call to it would wait out its timeout.
 	var voters, all []string
+	answers := false // one of voters has its etcd running
 	for name, ep := range o.endpoints {
 		all = append(all, ep)
-		if m := o.members[name]; m != nil && m.Status.Phase == stewardv1.MemberRunning && etcdMayAnswer(o.pods[name]) {
+		if m := o.members[name]; m != nil && m.Status.Phase == stewardv1.MemberRunning {
 			voters = append(voters, ep)
+			answers = answers || etcdMayAnswer(o.pods[name])
 		}
 	}
 	if len(voters) == 0 && len(seeds) == 0 {
-		for name, ep := range o.endpoints {
-			if etcdMayAnswer(o.pods[name]) {
-				voters = append(voters, ep)
-			}
+		voters = all
+		for name := range o.endpoints {
+			answers = answers || etcdMayAnswer(o.pods[name])
 		}
-	}
-	if len(voters) == 0 && len(seeds) == 0 {
-		f.MemberListErr = "no member's etcd container is running"
-		names, probes := probeAll(ctx, nil, o.endpoints, nil, o.pods)
-		f.Endpoints = endpointFacts(names, probes)
-		return f
 	}
 	// While adopting, the source's endpoints too: before Steward's first member votes they are
 	// the only way in, and the joining member is a learner, to which etcd refuses cluster calls
@@ -301,11 +294,17 @@ func (r *EtcdClusterReconciler) etcdFacts(ctx context.Context, ec *stewardv1.Etc
 	var list []etcd.Member
 	var clusterID uint64
 	listed := make(chan error, 1)
-	go func() {
-		var err error
-		list, clusterID, err = c.MemberList(ctx)
-		listed <- err
-	}()
+	if answers || len(seeds) > 0 {
+		go func() {
+			var err error
+			list, clusterID, err = c.MemberList(ctx)
+			listed <- err
+		}()
+	} else {
+		// Not asked: a Pod has its address while its init container runs and keeps it while
+		// etcd waits for a restart, and a call to it would wait out its timeout.
+		listed <- errNoVoterRunning
+	}
 	names, probes := probeAll(ctx, c, o.endpoints, nil, o.pods)
 	if err := <-listed; err != nil {
 		f.MemberListErr = err.Error()
@@ -358,6 +357,9 @@ func endpointFacts(names []string, probes []probe) []health.Endpoint {
 
 // errEtcdNotRunning is the status of a member whose etcd container is not running: not dialled.
 var errEtcdNotRunning = errors.New("its etcd container is not running")
+
+// errNoVoterRunning is why the member list was not read: no voter's etcd container is running.
+var errNoVoterRunning = errors.New("not asked: no voter's etcd container is running")
 
 // etcdMayAnswer says whether a member's etcd can answer a call: its Pod's etcd container runs. With
 // no Pod (a source member of an adoption, outside Kubernetes' view) it is asked.

@@ -173,8 +173,18 @@ func TestEtcdFacts(t *testing.T) {
 		if f.MemberListKnown() || !strings.Contains(f.MemberListErr, "etcd container is running") || len(f.Endpoints) != 1 || f.Endpoints[0].Reachable {
 			t.Errorf("facts %+v (%s)", f.Endpoints, f.MemberListErr)
 		}
+		// The only voter's etcd exited; a learner's runs: the member list is not asked (a learner is
+		// no cluster-wide endpoint), the learner is still asked for its status.
+		running := podWithEtcd(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}})
+		o = &observed{members: map[string]*stewardv1.EtcdMember{"c-0": member("c-0", stewardv1.MemberRunning), "c-1": member("c-1", stewardv1.MemberLearner)},
+			endpoints: map[string]string{"c-0": mute, "c-1": live}, pods: map[string]*corev1.Pod{"c-0": exited, "c-1": running}}
+		f = r.etcdFacts(ctx, cluster("voter-exited"), o)
+		r.Etcd.Forget("voter-exited")
+		if f.MemberListKnown() || len(f.Endpoints) != 2 || f.Endpoints[0].Reachable || !f.Endpoints[1].Reachable {
+			t.Errorf("facts %+v (%s)", f.Endpoints, f.MemberListErr)
+		}
 		if took := time.Since(start); took >= etcd.CallTimeout {
-			t.Errorf("the two gathers took %s: something waited on an etcd that does not run", took.Round(time.Millisecond))
+			t.Errorf("the three gathers took %s: something waited on an etcd that does not run", took.Round(time.Millisecond))
 		}
 	})
 
