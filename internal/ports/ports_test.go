@@ -9,10 +9,16 @@ import (
 	"testing"
 )
 
+// helperLow..helperHigh (exclusive) is the helper's range: just above Free's, so that no other
+// test process, picking from Free's range meanwhile, can hold one of them (CI once saw "only 3 of 4
+// free loopback ports in 31990-31993" when the range lay inside Free's), and below the ephemeral
+// range.
+const helperLow, helperHigh = High, High + 4
+
 // The helper process reserves every port of a small range and waits for its stdin to close.
 func TestMain(m *testing.M) {
 	if os.Getenv("PORTS_HELPER") != "" {
-		got, err := pick(31990, 31994, 4)
+		got, err := pick(helperLow, helperHigh, 4)
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
@@ -47,12 +53,12 @@ func TestPortsOfAnotherProcessAreNotHandedOut(t *testing.T) {
 		t.Fatalf("helper: %q", line[:n])
 	}
 	// The helper listens on none of them: only the reservation keeps them from us.
-	if got, err := pick(31990, 31994, 1); err == nil {
+	if got, err := pick(helperLow, helperHigh, 1); err == nil {
 		t.Fatalf("got port %v, reserved by another process", got)
 	}
 	_ = stdin.Close()
 	_ = cmd.Wait()
-	if got, err := pick(31990, 31994, 4); err != nil || len(got) != 4 {
+	if got, err := pick(helperLow, helperHigh, 4); err != nil || len(got) != 4 {
 		t.Fatalf("after the other process exited: %v, %v", got, err)
 	}
 }
