@@ -21,6 +21,8 @@
 #   certmanager              cert-manager-controller (hack/certmanager: certificates, SelfSigned
 #                            and CA issuers only) + cert-manager's CRDs in a crds/ next to it
 #   versitygw                versitygw (hack/s3), an S3 server with a POSIX backend
+#   containerd               containerd 2 with its runc shim and ctr (hack/containerd), for the
+#                            local cluster's nodes (image volumes need 2.1 or later)
 #   promtool                 promtool (hack/promtool), for the alert rules' unit tests
 #   prometheus               the Prometheus server (hack/promtool), for the e2e of the rules and
 #                            the dashboard against live clusters, and `make sandbox PROMETHEUS=1`
@@ -58,6 +60,7 @@ CERTMANAGER_MOD=$ROOT/hack/certmanager
 S3_MOD=$ROOT/hack/s3
 PROMTOOL_MOD=$ROOT/hack/promtool
 HELM_MOD=$ROOT/hack/helm
+CONTAINERD_MOD=$ROOT/hack/containerd
 
 CONTROLLER_GEN_VERSION=$(modver "$TOOLS_MOD/go.mod" sigs.k8s.io/controller-tools)
 GOLANGCI_LINT_VERSION=$(modver "$TOOLS_MOD/go.mod" github.com/golangci/golangci-lint/v2)
@@ -71,6 +74,7 @@ CERTMANAGER_VERSION=$(modver "$CERTMANAGER_MOD/go.mod" github.com/cert-manager/c
 VERSITYGW_VERSION=$(modver "$S3_MOD/go.mod" github.com/versity/versitygw)
 PROMTOOL_VERSION=$(modver "$PROMTOOL_MOD/go.mod" github.com/prometheus/prometheus)
 HELM_VERSION=$(modver "$HELM_MOD/go.mod" helm.sh/helm/v3)
+CONTAINERD_VERSION=$(modver "$CONTAINERD_MOD/go.mod" github.com/containerd/containerd/v2)
 ENVTEST_ETCD=3.6                  # the etcd minor that _out/envtest links to
 
 KUBE_ALL=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
@@ -95,6 +99,7 @@ VERSITYGW_BIN=$BIN_DIR/versitygw/$VERSITYGW_VERSION/versitygw
 PROMTOOL_BIN=$BIN_DIR/promtool-$PROMTOOL_VERSION/promtool
 PROMETHEUS_BIN=$BIN_DIR/promtool-$PROMTOOL_VERSION/prometheus
 HELM_BIN=$BIN_DIR/helm-$HELM_VERSION/helm
+CONTAINERD_BIN_DIR=$BIN_DIR/containerd/$CONTAINERD_VERSION
 
 # Hermetic-ish Go settings: static binaries, no workspace from the repo leaking in, no VCS
 # stamping (the hack modules are not the binaries' own repositories).
@@ -295,12 +300,30 @@ build_helm() {
   link "$HELM_BIN" "$BIN_DIR/helm"
 }
 
+# build_containerd: containerd, containerd-shim-runc-v2 and ctr of hack/containerd in one build.
+# Static (no cgo): the btrfs snapshotter, the only part that needs cgo, is not built; runc stays
+# Debian's.
+build_containerd() {
+  local name missing=()
+  for name in containerd containerd-shim-runc-v2 ctr; do
+    [[ -x $CONTAINERD_BIN_DIR/$name ]] || missing+=("$name=github.com/containerd/containerd/v2/cmd/$name")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "containerd $CONTAINERD_VERSION up to date"
+    return
+  fi
+  gobuild "containerd $CONTAINERD_VERSION" "$CONTAINERD_MOD" "$CONTAINERD_BIN_DIR" \
+    "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION -X github.com/containerd/containerd/v2/version.Package=module-proxy" \
+    "${missing[@]}"
+}
+
 print_versions() {
   local k
   for k in KUBE_VERSION ETCD_35_VERSION ETCD_36_VERSION ETCD_37_VERSION ETCD_36OLD_VERSION \
     CONTROLLER_GEN_VERSION GOLANGCI_LINT_VERSION CERTMANAGER_VERSION VERSITYGW_VERSION PROMTOOL_VERSION HELM_VERSION OUT_DIR \
     BIN_DIR TOOLS_BIN_DIR CONTROLLER_GEN GOLANGCI_LINT KUBE_BIN_DIR ETCD_35_BIN_DIR ETCD_36_BIN_DIR \
-    ETCD_37_BIN_DIR ETCD_36OLD_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN PROMETHEUS_BIN HELM_BIN; do
+    ETCD_37_BIN_DIR ETCD_36OLD_BIN_DIR ENVTEST_ASSETS CERTMANAGER_DIR CERTMANAGER_BIN CERTMANAGER_CRDS VERSITYGW_BIN PROMTOOL_BIN PROMETHEUS_BIN HELM_BIN \
+    CONTAINERD_VERSION CONTAINERD_BIN_DIR; do
     printf '%s=%q\n' "$k" "${!k}"
   done
 }
@@ -321,6 +344,7 @@ print_path() {
     promtool) p=$PROMTOOL_BIN ;;
     prometheus) p=$PROMETHEUS_BIN ;;
     helm) p=$HELM_BIN ;;
+    containerd | containerd-shim-runc-v2 | ctr) p=$CONTAINERD_BIN_DIR/$name ;;
     *) die "path: unknown binary '$name'" ;;
   esac
   echo "$p"
@@ -355,6 +379,7 @@ case $cmd in
   promtool) lock; build_promtool ;;
   prometheus) lock; build_prometheus ;;
   helm) lock; build_helm ;;
+  containerd) lock; build_containerd ;;
   all)
     lock
     start=$(date +%s)
@@ -367,6 +392,7 @@ case $cmd in
     build_promtool
     build_prometheus
     build_helm
+    build_containerd
     log "all done in $(( $(date +%s) - start ))s"
     ;;
   versions) print_versions ;;

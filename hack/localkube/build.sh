@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds everything the local cluster runs, skipping what is already up to date:
-# Debian packages (containerd, runc, CNI plugins, iptables, conntrack, socat, busybox-static),
-# Kubernetes + etcd + versitygw (via hack/toolchain.sh), CoreDNS, the hostPath provisioner,
+# Debian packages (runc, CNI plugins, iptables, conntrack, socat, busybox-static),
+# Kubernetes + etcd + versitygw + containerd 2 (via hack/toolchain.sh), CoreDNS, the hostPath provisioner,
 # the pause binary, the steward operator, and the image archives (pause, etcd per version,
 # operator).
 #
-# Usage: hack/localkube/build.sh [all|packages|kube|etcd|s3|addons|operator|images]...
+# Usage: hack/localkube/build.sh [all|packages|kube|containerd|etcd|s3|addons|operator|images]...
 #   (default: all). Output: _out/bin/localkube/, _out/bin/steward, _out/images/.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -28,7 +28,7 @@ timed() {
   log "$label: $((SECONDS - start))s"
 }
 
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack socat busybox-static xfsprogs)
+PACKAGES=(runc containernetworking-plugins iptables conntrack socat busybox-static xfsprogs)
 build_packages() {
   local p missing=()
   for p in "${PACKAGES[@]}"; do
@@ -48,6 +48,7 @@ build_packages() {
 }
 
 build_kube() { "$ROOT/hack/toolchain.sh" kube; }
+build_containerd() { "$ROOT/hack/toolchain.sh" containerd; }
 build_etcd() { "$ROOT/hack/toolchain.sh" etcd all; }
 build_s3() { "$ROOT/hack/toolchain.sh" versitygw; }
 
@@ -116,6 +117,7 @@ all() {
   local start=$SECONDS
   timed packages build_packages
   timed kube build_kube
+  timed containerd build_containerd
   timed etcd build_etcd
   timed s3 build_s3
   timed addons build_addons
@@ -128,7 +130,7 @@ all() {
 for step in "$@"; do
   case $step in
     all) all ;;
-    packages | kube | etcd | s3 | addons | operator | images) "build_$step" ;;
-    *) die "unknown step '$step' (all|packages|kube|etcd|s3|addons|operator|images)" ;;
+    packages | kube | containerd | etcd | s3 | addons | operator | images) "build_$step" ;;
+    *) die "unknown step '$step' (all|packages|kube|containerd|etcd|s3|addons|operator|images)" ;;
   esac
 done

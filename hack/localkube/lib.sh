@@ -72,6 +72,12 @@ toolchain_var() {
 # Kubernetes, etcd and versitygw binaries come from the foundation's toolchain script.
 kube_bin() { "$ROOT/hack/toolchain.sh" path "$1"; }
 
+# The nodes run containerd 2 (hack/toolchain.sh containerd): first on PATH, so the nodes'
+# containerd, the runc shim it starts and ctr are its binaries, not Debian's 1.6 (which cannot
+# mount image volumes). runc stays Debian's.
+PATH=$("$ROOT/hack/toolchain.sh" versions | sed -n 's/^CONTAINERD_BIN_DIR=//p'):$PATH
+export PATH
+
 # etcd_versions: the built etcd versions, e.g. "v3.5.35 v3.6.16 v3.7.3 v3.6.10": one of each minor,
 # then older patches for single tests (the e2e picks the first of a minor).
 etcd_versions() {

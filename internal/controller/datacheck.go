@@ -22,6 +22,7 @@ func (r *EtcdClusterReconciler) withDataCheck(ctx context.Context, ec *stewardv1
 		return err
 	}
 	member.ToolsImage = image
+	member.ToolsFromImage = r.ToolsFromImage != nil && r.ToolsFromImage(ctx)
 	member.Bootstrap.MemberID = m.Status.ID
 	pvcBefore := o.pvcs[resources.PVCName(m.Name)] != nil
 	member.Bootstrap.ExpectData = m.Status.Phase == stewardv1.MemberRunning && pvcBefore &&

@@ -63,6 +63,9 @@ type EtcdClusterReconciler struct {
 	// seed runs its fetch. nil only in tests (etcd then starts directly, unchecked); an error holds
 	// every Pod start (Facts.ImageHold).
 	Image func(ctx context.Context) (string, error)
+	// ToolsFromImage says whether the member Pod built now mounts the Steward image rather than
+	// copying the member binary (resources.Member.ToolsFromImage); nil copies.
+	ToolsFromImage func(ctx context.Context) bool
 
 	// observer names this process for the quorum-loss clock (plan.Facts.Observer), made once.
 	observerOnce sync.Once

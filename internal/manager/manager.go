@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -106,6 +107,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	image := &selfImage{flag: o.OperatorImage, reader: mgr.GetAPIReader()}
+	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	binaryVolume := &memberBinaryVolume{mode: o.MemberBinaryVolume, nodes: mgr.GetClient(), disco: disco}
 	r := &controller.EtcdClusterReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -113,6 +119,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Etcd:                    etcd.NewPool(),
 		EtcdImageRepository:     o.EtcdImageRepository,
 		Image:                   image.get,
+		ToolsFromImage:          binaryVolume.fromImage,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Metrics:                 rec,
 	}

@@ -61,6 +61,10 @@ type Options struct {
 	WebhookCertSecret    string
 	WebhookService       string
 	WebhookConfiguration string
+	// MemberBinaryVolume is how member Pods get the member binary: "image" mounts the Steward
+	// image as a volume (Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+ on every node), "copy"
+	// copies it with an init container, "auto" (the default) mounts it where the cluster can.
+	MemberBinaryVolume string
 }
 
 // BindFlags registers the options on fs with their defaults.
@@ -95,6 +99,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookService, "webhook-service", "steward-webhook-service", "the webhook's Service (its certificate's DNS name)")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", "steward-eviction",
 		"the ValidatingWebhookConfiguration whose caBundle Steward fills")
+	fs.StringVar(&o.MemberBinaryVolume, "member-binary-volume", MemberBinaryAuto,
+		"how member Pods get the member binary: image (an image volume of the Steward image), copy (an init container copies it), auto (image where the API server and every node's runtime can)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "",
 		"address of Go's /debug/pprof profiles, unauthenticated (default: off); for measuring only")
 }
@@ -112,6 +118,11 @@ func (o *Options) Validate() error {
 	}
 	if o.EvictionWebhook && (o.EvictionBound <= 0 || o.EvictionBound >= eviction.RequestLifetime) {
 		return fmt.Errorf("--eviction-bound %s must be above 0 and below %s", o.EvictionBound, eviction.RequestLifetime)
+	}
+	switch o.MemberBinaryVolume {
+	case MemberBinaryAuto, MemberBinaryImage, MemberBinaryCopy:
+	default:
+		return fmt.Errorf("--member-binary-volume %q must be auto, image or copy", o.MemberBinaryVolume)
 	}
 	if o.SyncPeriod < time.Minute {
 		return fmt.Errorf("--sync-period %s is below one minute", o.SyncPeriod)

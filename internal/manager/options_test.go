@@ -15,7 +15,8 @@ func TestOptionsFlags(t *testing.T) {
 		check   func(t *testing.T, o Options)
 	}{
 		{args: nil, check: func(t *testing.T, o Options) {
-			if o.EtcdImageRepository != DefaultEtcdImageRepository || o.WatchNamespaces != nil || o.LeaderElect || o.PprofAddr != "" {
+			if o.EtcdImageRepository != DefaultEtcdImageRepository || o.WatchNamespaces != nil || o.LeaderElect || o.PprofAddr != "" ||
+				o.MemberBinaryVolume != MemberBinaryAuto {
 				t.Errorf("defaults = %+v", o)
 			}
 		}},
@@ -28,6 +29,12 @@ func TestOptionsFlags(t *testing.T) {
 		{args: []string{"--etcd-image-repository=reg.local/etcd@sha256:abc"}, wantErr: "without tag or digest"},
 		{args: []string{"--sync-period=5s"}, wantErr: "below one minute"},
 		{args: []string{"--max-concurrent-reconciles=0"}, wantErr: "must be at least 1"},
+		{args: []string{"--member-binary-volume=volume"}, wantErr: "must be auto, image or copy"},
+		{args: []string{"--member-binary-volume=copy"}, check: func(t *testing.T, o Options) {
+			if o.MemberBinaryVolume != MemberBinaryCopy {
+				t.Errorf("parsed = %+v", o)
+			}
+		}},
 		{args: []string{"--pprof-bind-address=:8082"}, check: func(t *testing.T, o Options) {
 			if o.PprofAddr != ":8082" {
 				t.Errorf("parsed = %+v", o)

@@ -54,6 +54,10 @@ type Member struct {
 	// refuses a data directory that is empty or another member's (internal/datacheck). "" starts
 	// etcd directly.
 	ToolsImage string
+	// ToolsFromImage mounts ToolsImage as an image volume and runs the member binary from it, where
+	// the cluster can (see resources.ImageVolumes): no init container copies it first. Either way
+	// the Pod runs the same wrapper, so the choice is not rendering that rolls members (PodRevision).
+	ToolsFromImage bool
 }
 
 // TLS files in the member's Secret, mounted at TLSMountPath.

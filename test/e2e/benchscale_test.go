@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,8 +68,10 @@ func TestBenchScale(t *testing.T) {
 	formed := time.Since(start)
 	t.Logf("BENCH %d clusters formed in %s", n, formed.Round(time.Second))
 
-	// Steady state: let the last creations' follow-ups settle, then watch a minute.
-	time.Sleep(30 * time.Second)
+	// Steady state: once the last creations' follow-ups are done (none of the clusters' objects
+	// changed for 10 s; it was a fixed 30 s), watch a minute.
+	quiet := waitObjectsQuiet(t, ns, 10*time.Second, time.Minute)
+	t.Logf("BENCH objects quiet %s after all were Available", quiet.Round(time.Second))
 	sc := newScraper(t, ns)
 	ctx := context.Background()
 	versionsBefore := objectVersions(t, ns)
@@ -223,6 +226,21 @@ func objectVersions(t *testing.T, ns string) map[string]string {
 		}
 	}
 	return out
+}
+
+// waitObjectsQuiet returns once objectVersions has not changed for quiet (read every 2 s), or at
+// limit: a steady-state window that starts while follow-up writes still land would count them.
+func waitObjectsQuiet(t *testing.T, ns string, quiet, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	last, since := objectVersions(t, ns), time.Now()
+	for time.Since(since) < quiet && time.Since(start) < limit {
+		time.Sleep(2 * time.Second)
+		if now := objectVersions(t, ns); !maps.Equal(now, last) {
+			last, since = now, time.Now()
+		}
+	}
+	return time.Since(start)
 }
 
 func ratio(a, b float64) float64 {
