@@ -106,6 +106,8 @@ volumePluginDir: $d/volume-plugins
 staticPodPath: ""
 failSwapOn: false
 serializeImagePulls: false
+# LOCALKUBE_KUBELET_FEATURE_GATES="Name: true, ...": for measuring a gate's effect (default: none).
+featureGates: {${LOCALKUBE_KUBELET_FEATURE_GATES:-}}
 # Our images cannot be pulled again: never garbage-collect them, never evict for disk.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99

@@ -37,7 +37,7 @@ preflight() {
   kube_bin versitygw >/dev/null || die "versitygw is not built: run hack/localkube/build.sh"
   [[ -f $IMAGES_DIR/pause.tar ]] || die "no image archives in $IMAGES_DIR: run hack/localkube/build.sh"
   for b in containerd runc iptables; do
-    command -v "$b" >/dev/null || die "$b is not installed: run hack/localkube/build.sh packages"
+    command -v "$b" >/dev/null || die "$b is not installed: run hack/localkube/build.sh (packages, containerd)"
   done
   # A cluster of another checkout (same addresses) or anything else on our ports.
   if [[ -n $(ss -ltnH "( sport = :$APISERVER_PORT or sport = :$ETCD_CLIENT_PORT or sport = :$S3_PORT )") ]]; then

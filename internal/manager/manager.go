@@ -7,6 +7,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/etcd-steward/steward/internal/backupjob"
+	"github.com/etcd-steward/steward/internal/memberbinary"
 	"github.com/etcd-steward/steward/internal/metrics"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -111,7 +112,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)
 	}
-	binaryVolume := &memberBinaryVolume{mode: o.MemberBinaryVolume, nodes: mgr.GetClient(), disco: disco}
+	binaryVolume := &memberbinary.Chooser{Mode: o.MemberBinaryVolume, Nodes: mgr.GetAPIReader(), Server: disco}
 	r := &controller.EtcdClusterReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -119,7 +120,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Etcd:                    etcd.NewPool(),
 		EtcdImageRepository:     o.EtcdImageRepository,
 		Image:                   image.get,
-		ToolsFromImage:          binaryVolume.fromImage,
+		ToolsFromImage:          binaryVolume.FromImage,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Metrics:                 rec,
 	}

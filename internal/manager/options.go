@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/etcd-steward/steward/internal/eviction"
+	"github.com/etcd-steward/steward/internal/memberbinary"
 )
 
 // DefaultEtcdImageRepository is where etcd's own release images live; members run <repo>:v<version>.
@@ -99,7 +100,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookService, "webhook-service", "steward-webhook-service", "the webhook's Service (its certificate's DNS name)")
 	fs.StringVar(&o.WebhookConfiguration, "webhook-configuration", "steward-eviction",
 		"the ValidatingWebhookConfiguration whose caBundle Steward fills")
-	fs.StringVar(&o.MemberBinaryVolume, "member-binary-volume", MemberBinaryAuto,
+	fs.StringVar(&o.MemberBinaryVolume, "member-binary-volume", memberbinary.Auto,
 		"how member Pods get the member binary: image (an image volume of the Steward image), copy (an init container copies it), auto (image where the API server and every node's runtime can)")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "",
 		"address of Go's /debug/pprof profiles, unauthenticated (default: off); for measuring only")
@@ -120,7 +121,7 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--eviction-bound %s must be above 0 and below %s", o.EvictionBound, eviction.RequestLifetime)
 	}
 	switch o.MemberBinaryVolume {
-	case MemberBinaryAuto, MemberBinaryImage, MemberBinaryCopy:
+	case "", memberbinary.Auto, memberbinary.Image, memberbinary.Copy: // "": auto (an Options built in code)
 	default:
 		return fmt.Errorf("--member-binary-volume %q must be auto, image or copy", o.MemberBinaryVolume)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-steward/steward/internal/memberbinary"
 )
 
 func TestOptionsFlags(t *testing.T) {
@@ -16,7 +18,7 @@ func TestOptionsFlags(t *testing.T) {
 	}{
 		{args: nil, check: func(t *testing.T, o Options) {
 			if o.EtcdImageRepository != DefaultEtcdImageRepository || o.WatchNamespaces != nil || o.LeaderElect || o.PprofAddr != "" ||
-				o.MemberBinaryVolume != MemberBinaryAuto {
+				o.MemberBinaryVolume != memberbinary.Auto {
 				t.Errorf("defaults = %+v", o)
 			}
 		}},
@@ -31,7 +33,7 @@ func TestOptionsFlags(t *testing.T) {
 		{args: []string{"--max-concurrent-reconciles=0"}, wantErr: "must be at least 1"},
 		{args: []string{"--member-binary-volume=volume"}, wantErr: "must be auto, image or copy"},
 		{args: []string{"--member-binary-volume=copy"}, check: func(t *testing.T, o Options) {
-			if o.MemberBinaryVolume != MemberBinaryCopy {
+			if o.MemberBinaryVolume != memberbinary.Copy {
 				t.Errorf("parsed = %+v", o)
 			}
 		}},

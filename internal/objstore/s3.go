@@ -136,14 +136,7 @@ func (s *S3) Check(ctx context.Context) error {
 	return nil
 }
 
-// streamParts is how many parts of a stream are in memory at once: the next one is read while
-// the previous one uploads. With one, reading (a snapshot from etcd, through the encoder) and
-// uploading took turns, and etcd, held by gRPC's 1 MiB window, waited for each upload: a quiet
-// 1 GiB backup in the local cluster streamed at 41 MiB/s with its three processes using 1.2 of
-// 2 cores.
-const streamParts = 2
-
-// Put streams r as a multipart upload of PartSize parts, streamParts of them buffered. minio-go
+// Put streams r as a multipart upload of PartSize parts (one part buffered at a time). minio-go
 // aborts the upload when r or a request fails, and S3 shows a multipart upload only once it is
 // completed, so a failed Put leaves no object.
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, meta map[string]string) (ObjectInfo, error) {
@@ -156,11 +149,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, meta map[string]s
 		part = DefaultPartSize
 	}
 	info, err := s.c.PutObject(ctx, s.cfg.Bucket, obj, r, -1, minio.PutObjectOptions{
-		PartSize:              part,
-		UserMetadata:          meta,
-		ContentType:           "application/octet-stream",
-		ConcurrentStreamParts: true,
-		NumThreads:            streamParts,
+		PartSize:     part,
+		UserMetadata: meta,
+		ContentType:  "application/octet-stream",
 	})
 	if err != nil {
 		return ObjectInfo{}, s.explain("uploading", key, err)

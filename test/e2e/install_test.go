@@ -60,7 +60,11 @@ func TestInstall(t *testing.T) {
 		}
 		waitNoOperatorPods(t, opNS)
 	})
-	h.run(t, append([]string{"install", release, h.chart, "--namespace", opNS, "--skip-crds", "--wait", "--timeout", "2m"}, values...)...)
+	// Installed copying the member binary into member Pods (the way of clusters whose runtime
+	// cannot mount image volumes); the upgrade below goes back to the default, which mounts it
+	// here, and must not restart a member for that.
+	h.run(t, append([]string{"install", release, h.chart, "--namespace", opNS, "--skip-crds", "--wait", "--timeout", "2m",
+		"--set", "extraArgs={--member-binary-volume=copy}"}, values...)...)
 	t.Logf("helm install: namespaced operator in %s watching %s (%s)", opNS, watchedNS, time.Since(start).Round(time.Second))
 
 	// A cluster where the operator does not look: it must stay untouched to the end.
@@ -68,6 +72,7 @@ func TestInstall(t *testing.T) {
 
 	create(t, newCluster(watchedNS, "web", 3, ""))
 	waitSettled(t, watchedNS, "web", 3, 3*time.Minute)
+	podsOn(t, watchedNS, "web", 3, "the member binary copied by an init container", copiesMemberBinary)
 	t.Logf("3-member cluster settled (%s)", time.Since(start).Round(time.Second))
 
 	// A roll that restarts every member (Pods deleted and recreated on their PVCs), then one that
@@ -89,7 +94,7 @@ func TestInstall(t *testing.T) {
 
 	before := uids(t, watchedNS, "web")
 	h.run(t, append([]string{"upgrade", release, h.chart, "--namespace", opNS, "--skip-crds", "--wait", "--timeout", "2m",
-		"--set", "logLevel=debug"}, values...)...)
+		"--set", "logLevel=debug"}, values...)...) // and without --member-binary-volume=copy
 	f.WaitFor(t, opNS, "the upgraded operator to run with --zap-log-level=debug", time.Minute, func(ctx context.Context) (bool, error) {
 		pods, err := operatorPods(ctx, opNS)
 		if err != nil {
@@ -245,4 +250,11 @@ func (h *helmCLI) run(t *testing.T, args ...string) {
 	if _, err := h.exec(args...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// copiesMemberBinary: the Pod's etcd runs the member binary an init container copied in, not one
+// mounted from the Steward image.
+func copiesMemberBinary(p *corev1.Pod) bool {
+	return len(p.Spec.InitContainers) == 1 && p.Spec.InitContainers[0].Name == "steward-install" &&
+		strings.HasPrefix(p.Spec.Containers[0].Command[0], "/steward-tools/")
 }

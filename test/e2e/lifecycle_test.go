@@ -43,6 +43,11 @@ func TestBootstrap(t *testing.T) {
 			if ec.Status.ClusterID == "" || len(ec.Status.Members) != int(c.replicas) {
 				t.Errorf("status clusterID %q, %d members", ec.Status.ClusterID, len(ec.Status.Members))
 			}
+			// The local cluster's nodes run containerd 2 and Kubernetes 1.37: the operator's default
+			// (--member-binary-volume=auto) mounts the Steward image, no init container copies.
+			podsOn(t, ns, "db", int(c.replicas), "the member binary run from an image volume", func(p *corev1.Pod) bool {
+				return len(p.Spec.InitContainers) == 0 && strings.HasPrefix(p.Spec.Containers[0].Command[0], "/steward-image/")
+			})
 		})
 	}
 }

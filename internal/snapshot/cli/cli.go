@@ -21,10 +21,10 @@ import (
 // MemoryBudget is how much more memory than at its start a snapshot command lets the Go runtime
 // use (a soft limit, unless GOMEMLIMIT is set): a save streams ~100 MiB of short-lived buffers
 // per 64 MiB of snapshot, and without a limit the garbage collector lets that garbage grow with
-// the heap; with it the process stays near its working set (two multipart parts, one read while
-// the other uploads, the encoder, small buffers: ~40 MiB at the peak) whatever the database size. The binary
-// itself starts at ~40 MiB RSS; give the container 128 MiB.
-const MemoryBudget = 64 << 20
+// the heap; with it the process stays near its working set (a multipart part, the encoder, small
+// buffers: ~16 MiB) whatever the database size. The binary itself starts at ~40 MiB RSS; give
+// the container 128 MiB.
+const MemoryBudget = 32 << 20
 
 // DefaultResultFile is where Kubernetes reads a container's termination message.
 const DefaultResultFile = "/dev/termination-log"
