@@ -3,6 +3,8 @@ package resources
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // With the Steward image, etcd starts through the data check, restarts in place included; the
@@ -18,12 +20,8 @@ func TestPodStartsThroughTheDataCheck(t *testing.T) {
 	if got := strings.Join(p.Spec.InitContainers[0].Command, " "); got != "/steward-member install-self /steward-tools/steward-member" {
 		t.Errorf("the init container copies %q, want the member binary", got)
 	}
-	cmd := strings.Join(p.Spec.Containers[0].Command, " ")
-	want := "/steward-tools/steward-member run-etcd --data-dir=/var/lib/etcd/data --marker=/steward-tools/started " +
-		"--member-id=8e9e05c52164694d --expect-data -- /usr/local/bin/etcd"
-	if cmd != want {
-		t.Errorf("command %q\nwant    %q", cmd, want)
-	}
+	etcdCommandIs(t, p, "/steward-tools/steward-member run-etcd --data-dir=/var/lib/etcd/data --marker=/steward-tools/started "+
+		"--member-id=8e9e05c52164694d --expect-data -- /usr/local/bin/etcd")
 	m.ToolsImage = ""
 	if p := Pod(m, "r"); len(p.Spec.InitContainers) != 0 || p.Spec.Containers[0].Command[0] != EtcdBinary {
 		t.Errorf("without the image: %v %v", p.Spec.InitContainers, p.Spec.Containers[0].Command)
@@ -60,10 +58,13 @@ func TestPodRunsTheMemberBinaryFromAnImageVolume(t *testing.T) {
 	if mounts[imageVolume] != "/steward-image ro" || mounts[toolsVolume] != "/steward-tools rw" {
 		t.Errorf("etcd's mounts %v", mounts)
 	}
-	cmd := strings.Join(p.Spec.Containers[0].Command, " ")
-	want := "/steward-image/steward-member run-etcd --data-dir=/var/lib/etcd/data --marker=/steward-tools/started " +
-		"--member-id=8e9e05c52164694d -- /usr/local/bin/etcd"
-	if cmd != want {
+	etcdCommandIs(t, p, "/steward-image/steward-member run-etcd --data-dir=/var/lib/etcd/data --marker=/steward-tools/started "+
+		"--member-id=8e9e05c52164694d -- /usr/local/bin/etcd")
+}
+
+func etcdCommandIs(t *testing.T, p *corev1.Pod, want string) {
+	t.Helper()
+	if cmd := strings.Join(p.Spec.Containers[0].Command, " "); cmd != want {
 		t.Errorf("command %q\nwant    %q", cmd, want)
 	}
 }
