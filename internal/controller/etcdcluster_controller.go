@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/failpoint"
 	"github.com/etcd-steward/steward/internal/plan"
@@ -206,7 +207,8 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.Metrics.Action(ec.Namespace, ec.Name, string(a.Kind), kind, string(a.Reason))
 	}
 	switch {
-	case errors.Is(applyErr, errRetry), errors.Is(applyErr, etcd.ErrClusterNotSettled):
+	case errors.Is(applyErr, errRetry), errors.Is(applyErr, etcd.ErrClusterNotSettled),
+		errors.Is(applyErr, disruption.ErrAlreadyTerminating): // the cache lags a deletion: plan again
 		logger.V(1).Info("not yet", "message", a.Message)
 		return ctrl.Result{RequeueAfter: whileWaiting}, nil
 	case applyErr != nil:

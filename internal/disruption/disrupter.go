@@ -74,6 +74,11 @@ func (d *Disrupter) Do(ctx context.Context, c Cluster, r Request) error {
 		}
 		v, _ = c.member(r.Victim)
 	}
+	if r.Kind == Restart && v.PodDeleting {
+		// Planned on a cache that had not seen this Pod's deletion: the restart is under way.
+		return &Refusal{Reason: ReasonAlreadyTerminating, Request: r, Member: v.Name,
+			Detail: "its Pod is already terminating: the restart is under way"}
+	}
 	switch r.Kind {
 	case Restart, Dormant, Fence:
 		err = d.effects.DeletePod(ctx, v.Name)

@@ -207,6 +207,16 @@ func TestDisrupterReadsAgain(t *testing.T) {
 	if err := New(rf).Do(ctx, cluster(3), Request{Kind: Restart, Victim: "c-2"}); err != nil || len(rf.calls) != 1 {
 		t.Errorf("nothing changed: the restart goes ahead: %v %v", err, rf.calls)
 	}
+	// CI: the reconcile after a roll's Pod deletion planned it again from a cache that had not seen
+	// the deletion yet; the fresh read shows the Pod terminating: the restart is under way, and
+	// deleting it again (and saying so) would count a second restart.
+	terminating := cluster(3)
+	terminating.Members[2].PodDeleting, terminating.Members[2].PodReady = true, false
+	rf = &refresher{fresh: terminating}
+	err := New(rf).Do(ctx, cluster(3), Request{Kind: Restart, Victim: "c-2"})
+	if !errors.Is(err, ErrAlreadyTerminating) || len(rf.calls) != 0 {
+		t.Errorf("a Pod the fresh read shows terminating: %v %v, want ErrAlreadyTerminating and no effect", err, rf.calls)
+	}
 }
 
 // drainer is a recorder whose effects can also drain.

@@ -24,6 +24,7 @@ const (
 	ReasonNoQuorumRecovery       Reason = "NoQuorumRecovery"
 	ReasonQuorumShown            Reason = "QuorumShown"
 	ReasonLossNotShown           Reason = "LossNotShown"
+	ReasonAlreadyTerminating     Reason = "AlreadyTerminating"
 )
 
 // Refusal is the error Check returns. Compare with errors.Is against the Err* values, or read Reason.
@@ -66,18 +67,21 @@ var (
 	ErrMemberListUnknown = &Refusal{Reason: ReasonMemberListUnknown}
 	ErrOtherDisrupted    = &Refusal{Reason: ReasonOtherMemberDisrupted}
 	ErrOtherNotReady     = &Refusal{Reason: ReasonOtherMemberNotReady}
-	ErrLearnerPresent    = &Refusal{Reason: ReasonLearnerPresent}
-	ErrQuorum            = &Refusal{Reason: ReasonQuorumAtRisk}
-	ErrLeader            = &Refusal{Reason: ReasonVictimIsLeader}
-	ErrSingleMember      = &Refusal{Reason: ReasonSingleMemberNeedsOptIn}
-	ErrMemoryData        = &Refusal{Reason: ReasonMemoryDataWouldBeLost}
-	ErrLastMember        = &Refusal{Reason: ReasonLastMember}
-	ErrStillMember       = &Refusal{Reason: ReasonStillAMember}
-	ErrNotDormant        = &Refusal{Reason: ReasonNotDormant}
-	ErrNotMember         = &Refusal{Reason: ReasonNotAMember}
-	ErrNoRecovery        = &Refusal{Reason: ReasonNoQuorumRecovery}
-	ErrQuorumShown       = &Refusal{Reason: ReasonQuorumShown}
-	ErrLossNotShown      = &Refusal{Reason: ReasonLossNotShown}
+	// ErrAlreadyTerminating: the fresh read shows the victim's Pod already being deleted; the
+	// restart asked for is under way (a plan made on a cache that had not seen it yet).
+	ErrAlreadyTerminating = &Refusal{Reason: ReasonAlreadyTerminating}
+	ErrLearnerPresent     = &Refusal{Reason: ReasonLearnerPresent}
+	ErrQuorum             = &Refusal{Reason: ReasonQuorumAtRisk}
+	ErrLeader             = &Refusal{Reason: ReasonVictimIsLeader}
+	ErrSingleMember       = &Refusal{Reason: ReasonSingleMemberNeedsOptIn}
+	ErrMemoryData         = &Refusal{Reason: ReasonMemoryDataWouldBeLost}
+	ErrLastMember         = &Refusal{Reason: ReasonLastMember}
+	ErrStillMember        = &Refusal{Reason: ReasonStillAMember}
+	ErrNotDormant         = &Refusal{Reason: ReasonNotDormant}
+	ErrNotMember          = &Refusal{Reason: ReasonNotAMember}
+	ErrNoRecovery         = &Refusal{Reason: ReasonNoQuorumRecovery}
+	ErrQuorumShown        = &Refusal{Reason: ReasonQuorumShown}
+	ErrLossNotShown       = &Refusal{Reason: ReasonLossNotShown}
 )
 
 func refuse(reason Reason, r Request, member, format string, args ...any) *Refusal {
