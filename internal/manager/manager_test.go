@@ -75,11 +75,12 @@ func TestManagerServesHealth(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not elected leader within 30s")
 	}
-	for _, u := range []string{"http://" + probes + "/healthz", "http://" + probes + "/readyz"} {
-		if err := waitOK(u, "ok"); err != nil {
-			t.Fatal(err)
-		}
+	if err := waitOK("http://"+probes+"/healthz", "ok"); err != nil {
+		t.Fatal(err)
 	}
+	// Not Ready while the eviction webhook cannot serve (no certificate projected yet): the
+	// Service would route the API server's calls to a replica that does not answer them.
+	checkNotReady(t, "http://"+probes+"/readyz", "eviction-webhook")
 	// Metrics are HTTPS and refuse a caller without a token (the e2e TestOperatorMetricsSecure
 	// scrapes them with one).
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
@@ -99,6 +100,23 @@ func TestManagerServesHealth(t *testing.T) {
 	}
 	checkCacheStripsManagedFields(t, mgr)
 	checkWebhookCertificate(t, env, certDir, webhookPort)
+	if err := waitOK("http://"+probes+"/readyz", "ok"); err != nil {
+		t.Fatalf("the webhook serves, yet: %v", err)
+	}
+}
+
+// checkNotReady: url answers an error (controller-runtime's is 500) naming the failing check.
+func checkNotReady(t *testing.T, url, check string) {
+	t.Helper()
+	resp, err := http.Get(url + "?verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusOK || !strings.Contains(string(body), "[-]"+check) {
+		t.Fatalf("%s: HTTP %d %.300q, want an error with %s failing", url, resp.StatusCode, body, check)
+	}
 }
 
 // checkCacheStripsManagedFields: the informers keep no managedFields (a Pod's run to several times

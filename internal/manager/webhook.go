@@ -3,11 +3,14 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -40,6 +43,10 @@ func webhookServer(o Options) webhook.Server {
 func setupWebhook(mgr ctrl.Manager, srv webhook.Server, o Options) error {
 	h := &eviction.Handler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Bound: o.EvictionBound}
 	srv.Register(eviction.Path, &webhook.Admission{Handler: h})
+	serving := &webhookServing{started: srv.StartedChecker()}
+	if err := mgr.AddReadyzCheck("eviction-webhook", serving.check); err != nil {
+		return err
+	}
 	if o.WebhookCertSecret == "" {
 		mgr.GetWebhookServer() // adds the server to the manager
 		return nil
@@ -48,11 +55,12 @@ func setupWebhook(mgr ctrl.Manager, srv webhook.Server, o Options) error {
 	if ns == "" {
 		// Not in a Pod (make run, a test): no Service reaches it and no Secret is mounted.
 		ctrl.Log.Info("eviction webhook not served: POD_NAMESPACE (the operator's namespace) is unset; evictions are left to the PodDisruptionBudget")
+		serving.never.Store(true)
 		return nil
 	}
 	ready := make(chan struct{})
 	dns := fmt.Sprintf("%s.%s.svc", o.WebhookService, ns)
-	if err := rotator.AddRotator(tolerant{mgr}, &rotator.CertRotator{
+	if err := rotator.AddRotator(tolerant{mgr, serving}, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: ns, Name: o.WebhookCertSecret},
 		CertDir:        o.WebhookCertDir,
 		CAName:         "steward-webhook-ca",
@@ -77,7 +85,10 @@ func setupWebhook(mgr ctrl.Manager, srv webhook.Server, o Options) error {
 // tolerant keeps a certificate rotator that gives up (the Secret or the configuration is missing,
 // the kubelet never projects the Secret) from stopping the operator: the webhook is then not
 // served, evictions go to the PodDisruptionBudget, and Steward goes on guarding its clusters.
-type tolerant struct{ ctrl.Manager }
+type tolerant struct {
+	ctrl.Manager
+	serving *webhookServing
+}
 
 func (m tolerant) Add(r manager.Runnable) error {
 	cr, ok := r.(*rotator.CertRotator)
@@ -87,6 +98,7 @@ func (m tolerant) Add(r manager.Runnable) error {
 	return m.Manager.Add(everyReplica(func(ctx context.Context) error {
 		if err := cr.Start(ctx); err != nil {
 			ctrl.Log.Error(err, "the eviction webhook has no certificate: evictions are left to the PodDisruptionBudget")
+			m.serving.never.Store(true)
 		}
 		return nil
 	}))
@@ -98,3 +110,21 @@ type everyReplica func(ctx context.Context) error
 
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (everyReplica) NeedLeaderElection() bool          { return false }
+
+// webhookServing is the operator's readiness while it has an eviction webhook to serve: Ready once
+// the server answers, so the Service the API server calls routes only to a replica that holds
+// evictions. (Ready on a ping, a restarted operator joined the Service seconds before its server
+// started, and a drain in that window went through without the leadership handover: CI.) A webhook
+// that never will serve (not in a Pod, its certificate rotator gave up, both logged) does not hold
+// readiness back: evictions then go to the PodDisruptionBudget alone.
+type webhookServing struct {
+	started healthz.Checker
+	never   atomic.Bool
+}
+
+func (w *webhookServing) check(req *http.Request) error {
+	if w.never.Load() {
+		return nil
+	}
+	return w.started(req)
+}

@@ -3,13 +3,20 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-steward/steward/test/e2e/framework"
@@ -64,12 +71,69 @@ func killOperatorLocked(ctx context.Context) error {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err == nil {
 			for _, p := range pods.Items {
-				if p.CreationTimestamp.After(killed.Add(-time.Second)) && framework.PodReady(&p) {
-					return nil
+				if p.CreationTimestamp.After(killed.Add(-time.Second)) && framework.PodReady(&p) && webhookRoutesTo(ctx, p.Status.PodIP) {
+					return hostProxySyncedSince(ctx, time.Now())
 				}
 			}
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("no new operator Pod was Ready within 2 minutes of the kill")
+}
+
+// webhookRoutesTo: the eviction webhook's Service lists ip as a ready endpoint, so the API server's
+// next call reaches the new operator (Ready means its webhook serves; the EndpointSlice follows).
+func webhookRoutesTo(ctx context.Context, ip string) bool {
+	var eps discoveryv1.EndpointSliceList
+	if err := f.Client.List(ctx, &eps, client.InNamespace(f.OperatorNamespace),
+		client.MatchingLabels{discoveryv1.LabelServiceName: "steward-webhook-service"}); err != nil {
+		return false
+	}
+	for _, s := range eps.Items {
+		for _, e := range s.Endpoints {
+			if ptr.Deref(e.Conditions.Ready, false) && slices.Contains(e.Addresses, ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostProxySyncedSince waits for the host's kube-proxy (the API server's route to Services) to
+// write its rules after since, so the endpoint just seen is in them; its metrics are on the host's
+// loopback (hack/localkube/config.sh).
+func hostProxySyncedSince(ctx context.Context, since time.Time) error {
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		synced, err := hostProxyLastSync(ctx)
+		if err == nil && synced.After(since) {
+			return nil
+		}
+		last = fmt.Sprintf("last sync %s, error %v", synced.Format("15:04:05.000"), err)
+	}
+	return fmt.Errorf("the host's kube-proxy wrote no rules since %s: %s", since.Format("15:04:05.000"), last)
+}
+
+func hostProxyLastSync(ctx context.Context) (time.Time, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10249/metrics", nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "kubeproxy_sync_proxy_rules_last_timestamp_seconds "); ok {
+			sec, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return time.Unix(0, int64(sec*1e9)), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no kubeproxy_sync_proxy_rules_last_timestamp_seconds in the metrics (%v)", sc.Err())
 }
