@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
+	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/test/e2e/framework"
 )
 
@@ -123,11 +124,30 @@ func TestBackupMeasure(t *testing.T) {
 		b.Status.CompletionTime.Sub(b.Status.StartTime.Time).Seconds(),
 		float64(mib)/b.Status.CompletionTime.Sub(b.Status.StartTime.Time).Seconds(),
 		started.Add(took).Sub(b.Status.CompletionTime.Time).Seconds())
+	logSaveBreakdown(t, ns, "quiet")
 
 	// Restored into 3 members, the restore target; the volumes as large as the source's.
 	took = restoredCluster(t, ns, "big-restored", 3, &stewardv1.RestoreSpec{BackupName: "quiet"},
 		func(ec *stewardv1.EtcdCluster) { ec.Spec.Storage.Size = &size })
 	measure(t, fmt.Sprintf("restore of the %d MiB backup, EtcdCluster created → settled (3 members)", mib), took)
+}
+
+// logSaveBreakdown prints the backup Job's own account of where its time went (snapshot.Save's
+// "took:" line).
+func logSaveBreakdown(t *testing.T, ns, backup string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := f.Kubectl(ctx, "logs", "-n", ns, "job/"+backupjob.JobName(backup, backupjob.TaskSave))
+	if err != nil {
+		t.Logf("no log of the backup Job: %v", err)
+		return
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.Contains(line, "took:") {
+			t.Logf("MEASURE backup %s, the Job's account: %s", backup, strings.TrimSpace(line))
+		}
+	}
 }
 
 type rss struct{ current, peak int64 }
