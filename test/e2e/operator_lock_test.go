@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -135,5 +136,8 @@ func hostProxyLastSync(ctx context.Context) (time.Time, error) {
 			return time.Unix(0, int64(sec*1e9)), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("no kubeproxy_sync_proxy_rules_last_timestamp_seconds in the metrics (%v)", sc.Err())
+	if err := sc.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("reading the host kube-proxy's metrics: %w", err)
+	}
+	return time.Time{}, errors.New("no kubeproxy_sync_proxy_rules_last_timestamp_seconds in the host kube-proxy's metrics")
 }
