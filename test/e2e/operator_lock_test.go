@@ -7,15 +7,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-steward/steward/test/e2e/framework"
@@ -70,7 +67,7 @@ func killOperatorLocked(ctx context.Context) error {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if err := f.Client.List(ctx, &pods, client.InNamespace(f.OperatorNamespace)); err == nil {
 			for _, p := range pods.Items {
-				if p.CreationTimestamp.After(killed.Add(-time.Second)) && framework.PodReady(&p) && webhookRoutesTo(ctx, p.Status.PodIP) {
+				if p.CreationTimestamp.After(killed.Add(-time.Second)) && framework.PodReady(&p) {
 					return webhookAnswers(ctx)
 				}
 			}
@@ -78,24 +75,6 @@ func killOperatorLocked(ctx context.Context) error {
 		time.Sleep(250 * time.Millisecond)
 	}
 	return fmt.Errorf("no new operator Pod was Ready within 2 minutes of the kill")
-}
-
-// webhookRoutesTo: the eviction webhook's Service lists ip as a ready endpoint, so the API server's
-// next call reaches the new operator (Ready means its webhook serves; the EndpointSlice follows).
-func webhookRoutesTo(ctx context.Context, ip string) bool {
-	var eps discoveryv1.EndpointSliceList
-	if err := f.Client.List(ctx, &eps, client.InNamespace(f.OperatorNamespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: "steward-webhook-service"}); err != nil {
-		return false
-	}
-	for _, s := range eps.Items {
-		for _, e := range s.Endpoints {
-			if ptr.Deref(e.Conditions.Ready, false) && slices.Contains(e.Addresses, ip) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // webhookAnswers waits for a TLS handshake through the webhook Service's address from the host,
