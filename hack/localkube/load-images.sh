@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Imports image archives into every node's containerd (namespace k8s.io, the one the CRI
 # uses). Default: every archive in _out/images/. Re-importing an unchanged archive is a
-# no-op; a changed one moves its tag to the new image. Nodes added later import them all
-# when they start (nodes.sh).
+# no-op; a changed one moves its tag to the new image. Nodes added later start from the image
+# template (image-template.sh), which is brought up to date here too.
 #
 # Usage: hack/localkube/load-images.sh [ARCHIVE...]
 set -euo pipefail
@@ -19,3 +19,5 @@ for node in $(node_names); do
   n=$((n + 1))
 done
 log "imported $# image archive(s) into $n node(s) in $((SECONDS - start))s"
+# Now, not at the next node's start: that is in the middle of a test.
+[[ ! -d $TEMPLATE_DIR/root ]] || template_locked -x template_sync

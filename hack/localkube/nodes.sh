@@ -12,6 +12,8 @@
 # node's default route is the host. So everything reaches everything, through the host, where
 # a partition is one iptables chain (LK-CUT).
 
+source "$ROOT/hack/localkube/image-template.sh"
+
 CGROUP_HIERARCHIES=(cpu cpuacct cpuset memory pids blkio devices freezer systemd)
 
 # cgroup_dir HIERARCHY NODE
@@ -75,23 +77,14 @@ node_network_down() {
   node_exec "$node" ip link set eth0 down 2>/dev/null || true
 }
 
-# node_processes_start NODE [IMPORT]: containerd, then kubelet and kube-proxy. Images must be
-# in containerd before the kubelet runs Pods (they cannot be pulled): IMPORT=1 imports them (a
-# new node); a restarted node still has them in its containerd root. The import unpacks
-# hundreds of MiB: containerd runs it at the lowest CPU priority, so the etcd members of other
-# nodes keep their heartbeats (a full-priority import on 2 cores cost a leader election in e2e).
+# node_processes_start NODE [NEW]: containerd, then kubelet and kube-proxy. Images must be in
+# containerd before the kubelet runs Pods (they cannot be pulled): a NEW node's containerd root
+# starts as a copy of the image template (image-template.sh); a restarted node still has them.
 node_processes_start() {
-  local node=$1 import=${2:-0} d=$NODES_DIR/$1 pid
+  local node=$1 new=${2:-0} d=$NODES_DIR/$1
+  ((new)) && template_clone "$node"
   node_start_proc "$node" containerd containerd --config "$d/containerd/config.toml" --log-level warn
   wait_for "$node's containerd" 30 ctr --address "$(node_sock "$node")" version
-  if ((import)); then
-    read -r pid _ <"$PIDS/$node.containerd"
-    # Every thread (Linux keeps a nice value per thread; new ones inherit their creator's).
-    renice -n 19 -p $(ls "/proc/$pid/task") >/dev/null
-    node_load_images "$node"
-    # Back to normal before any container starts: shims and containers inherit it.
-    renice -n 0 -p $(ls "/proc/$pid/task") >/dev/null
-  fi
   local labels taints=() pool
   labels="topology.kubernetes.io/zone=$(cat "$d/zone")"
   pool=$(cat "$d/pool" 2>/dev/null || true)
