@@ -22,14 +22,16 @@ import (
 // successful backup, the operator is cut off from members while etcd keeps its quorum, in the
 // three shapes a partition takes: from two members (the one it reaches has a leader), on the
 // minority side (the one member it reaches is itself cut off from the other two), and from every
-// member. Each lasts 75 s, two and a half times afterSeconds (and past the operator's first
-// observation of the loss plus afterSeconds). No member is touched, no recovery starts, status says
+// member. Each lasts until afterSeconds and a margin of 15 s have passed since status showed the
+// operator had seen the cut: an operator that took unreachable members for lost ones would
+// have started a recovery by then (its timer cannot start after what status says it saw).
+// No member is touched, no recovery starts, status says
 // which members the operator cannot reach, a recover-quorum annotation is refused and removed, and
 // every acknowledged write is readable afterwards.
 func TestPartitionedOperatorFencesNothing(t *testing.T) {
 	t.Parallel()
 	ns := settledCluster(t, "cut", 3, "", func(ec *stewardv1.EtcdCluster) {
-		ec.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptr.To[int32](30)}
+		ec.Spec.QuorumLoss = &stewardv1.QuorumLossSpec{Policy: stewardv1.QuorumLossAutomatic, AfterSeconds: ptr.To(int32(cutAfter / time.Second))}
 	})
 	c := clientFor(t, ns, "cut")
 	keys := putMany(t, c, "/before/", 300)
@@ -51,10 +53,10 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 
 	// 1. The operator cut off from two members; the one it reaches has a leader.
 	healOp := cutOperatorFrom(t, ip("cut-1"), ip("cut-2"))
-	phase := time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionTrue, "cannot reach cut-1, cut-2")
+	seen := time.Now()
 	puts(t, c, "/cut-from-two/", keys, 100)
-	holdUntil(phase.Add(75 * time.Second))
+	holdUntil(seen.Add(cutAfter + cutMargin))
 
 	// 2. The operator on the minority side: cut-0, the only member it reaches, is cut off from
 	// the other two, which keep quorum and serve.
@@ -71,22 +73,22 @@ func TestPartitionedOperatorFencesNothing(t *testing.T) {
 		healOp()
 		t.Fatal(err)
 	}
-	phase = time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionUnknown, "cannot reach cut-1, cut-2")
+	seen = time.Now()
 	annotateCluster(t, ns, "cut", stewardv1.AnnotationRecoverQuorum, "auto")
 	waitAnnotationRemoved(t, ns, "cut", "Steward recovers only on etcd's evidence that quorum is lost")
 	puts(t, c, "/minority-side/", keys, 100) // some go to cut-0 and fail: only the acknowledged count
-	holdUntil(phase.Add(75 * time.Second))
+	holdUntil(seen.Add(cutAfter + cutMargin))
 	peerCut.heal()
 	healOp()
 
 	// 3. The operator cut off from every member, a successful backup present.
 	waitAvailable(t, ns, "cut", metav1.ConditionTrue, "")
 	healOp = cutOperatorFrom(t, ip("cut-0"), ip("cut-1"), ip("cut-2"))
-	phase = time.Now()
 	waitAvailable(t, ns, "cut", metav1.ConditionUnknown, "cannot reach cut-0, cut-1, cut-2")
+	seen = time.Now()
 	puts(t, c, "/cut-from-all/", keys, 100)
-	holdUntil(phase.Add(75 * time.Second))
+	holdUntil(seen.Add(cutAfter + cutMargin))
 	healOp()
 	release()
 
@@ -201,3 +203,10 @@ func puts(t *testing.T, c *clientv3.Client, prefix string, keys map[string]strin
 }
 
 func holdUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+// cutAfter is the partitioned cluster's spec.quorumLoss.afterSeconds (the least allowed);
+// cutMargin past it: fifteen of the operator's one-second requeues of a cluster not settled.
+const (
+	cutAfter  = 30 * time.Second
+	cutMargin = 15 * time.Second
+)
