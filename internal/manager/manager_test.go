@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -42,52 +44,22 @@ func TestManagerServesHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-
-	var o manager.Options
-	fs := flag.NewFlagSet("steward", flag.ContinueOnError)
-	o.BindFlags(fs)
-	probes, metrics := freeAddr(t), freeAddr(t)
 	installWebhookObjects(t, env)
-	certDir := t.TempDir()
-	_, webhookPort, _ := net.SplitHostPort(freeAddr(t))
-	args := []string{"--leader-elect", "--leader-election-namespace=default",
-		"--health-probe-bind-address=" + probes, "--metrics-bind-address=" + metrics, "--watch-namespaces=default",
-		"--webhook-cert-dir=" + certDir, "--webhook-port=" + webhookPort}
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := manager.New(env.Config, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with %v", err)
-		}
-	})
+	m := startManager(t, env)
 
-	select {
-	case <-mgr.Elected():
-	case <-time.After(30 * time.Second):
-		t.Fatal("not elected leader within 30s")
-	}
-	if err := waitOK("http://"+probes+"/healthz", "ok"); err != nil {
+	if err := waitOK("http://"+m.probes+"/healthz", "ok"); err != nil {
 		t.Fatal(err)
 	}
 	// Not Ready while the eviction webhook cannot serve (no certificate projected yet): the
 	// Service would route the API server's calls to a replica that does not answer them.
-	checkNotReady(t, "http://"+probes+"/readyz", "eviction-webhook")
+	checkNotReady(t, "http://"+m.probes+"/readyz", "eviction-webhook")
 	// Metrics are HTTPS and refuse a caller without a token (the e2e TestOperatorMetricsSecure
 	// scrapes them with one).
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed serving certificate
 	var code int
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		resp, err := hc.Get("https://" + metrics + "/metrics")
+		resp, err := hc.Get("https://" + m.metrics + "/metrics")
 		if err != nil {
 			continue
 		}
@@ -98,11 +70,81 @@ func TestManagerServesHealth(t *testing.T) {
 	if code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Fatalf("anonymous GET /metrics: HTTP %d, want 401 or 403", code)
 	}
-	checkCacheStripsManagedFields(t, mgr)
-	checkWebhookCertificate(t, env, certDir, webhookPort)
-	if err := waitOK("http://"+probes+"/readyz", "ok"); err != nil {
+	checkCacheStripsManagedFields(t, m.mgr)
+	checkWebhookCertificate(t, env, m.certDir, m.webhookPort)
+	if err := waitOK("http://"+m.probes+"/readyz", "ok"); err != nil {
 		t.Fatalf("the webhook serves, yet: %v", err)
 	}
+}
+
+// TestManagerReadyWhenWebhookCannotServe: the install's Secret for the webhook's certificate is
+// missing, so the certificate rotator gives up and the webhook will never serve. The operator
+// still turns Ready (evictions go to the PodDisruptionBudget alone, as logged) rather than being
+// kept out of its Service, and off its clusters' duties, for good.
+func TestManagerReadyWhenWebhookCannotServe(t *testing.T) {
+	// Controller names are unique within a process, and TestManagerServesHealth started the same
+	// controllers: this test runs in a process of its own.
+	if os.Getenv("STEWARD_TEST_OWN_PROCESS") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "STEWARD_TEST_OWN_PROCESS=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return
+	}
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	installWebhookConfiguration(t, env) // and no Secret
+	m := startManager(t, env)
+	if err := waitOK("http://"+m.probes+"/readyz", "ok"); err != nil {
+		t.Fatalf("the rotator has no Secret to write, yet: %v", err)
+	}
+}
+
+// startedManager is a manager started by startManager, and where it serves.
+type startedManager struct {
+	mgr                                   ctrl.Manager
+	probes, metrics, certDir, webhookPort string
+}
+
+// startManager starts the manager with cmd/steward's flags, watching namespace default, and
+// waits for it to be elected leader; it is stopped when the test ends.
+func startManager(t *testing.T, env *testenv.Env) startedManager {
+	t.Helper()
+	var o manager.Options
+	fs := flag.NewFlagSet("steward", flag.ContinueOnError)
+	o.BindFlags(fs)
+	m := startedManager{probes: freeAddr(t), metrics: freeAddr(t), certDir: t.TempDir()}
+	_, m.webhookPort, _ = net.SplitHostPort(freeAddr(t))
+	args := []string{"--leader-elect", "--leader-election-namespace=default",
+		"--health-probe-bind-address=" + m.probes, "--metrics-bind-address=" + m.metrics, "--watch-namespaces=default",
+		"--webhook-cert-dir=" + m.certDir, "--webhook-port=" + m.webhookPort}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(env.Config, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.mgr = mgr
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager stopped with %v", err)
+		}
+	})
+	select {
+	case <-mgr.Elected():
+	case <-time.After(30 * time.Second):
+		t.Fatal("not elected leader within 30s")
+	}
+	return m
 }
 
 // checkNotReady: url answers an error (controller-runtime's is 500) naming the failing check.

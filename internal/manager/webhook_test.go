@@ -28,12 +28,18 @@ import (
 // installWebhookObjects creates what config/webhook installs, in namespace default.
 func installWebhookObjects(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	ctx := context.Background()
-	t.Setenv("POD_NAMESPACE", "default")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "steward-webhook-server-cert", Namespace: "default"}}
-	if err := env.Client.Create(ctx, secret); err != nil {
+	if err := env.Client.Create(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
+	installWebhookConfiguration(t, env)
+}
+
+// installWebhookConfiguration creates config/webhook's configuration, renamed as kustomize does,
+// and sets POD_NAMESPACE as the Deployment does: the rotator runs only in a Pod's namespace.
+func installWebhookConfiguration(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	t.Setenv("POD_NAMESPACE", "default")
 	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +50,7 @@ func installWebhookObjects(t *testing.T, env *testenv.Env) {
 	}
 	vwc.Name = "steward-eviction"
 	vwc.Webhooks[0].ClientConfig.Service.Name, vwc.Webhooks[0].ClientConfig.Service.Namespace = "steward-webhook-service", "default"
-	if err := env.Client.Create(ctx, &vwc); err != nil {
+	if err := env.Client.Create(context.Background(), &vwc); err != nil {
 		t.Fatal(err)
 	}
 }
