@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,10 +76,20 @@ func TestNOSPACERecovered(t *testing.T) {
 	default:
 		t.Logf("MEASURE NOSPACE recovery path: defragment, disarm (no compaction needed)")
 	}
+	// Every member defragmented: a Defragmented event names it, or, when another scenario killed
+	// the operator while its call ran (CI: db-0's took 0.2 s, the operator died in it), the next
+	// operator's record that it was interrupted and the member serves again; the status check
+	// below says whether the file shrank.
 	defrags := eventsWith(t, ns, "db", "Defragmented")
-	t.Logf("defragmentations: %q", defrags)
-	if len(defrags) < 3 {
-		t.Errorf("%d Defragmented events, want every member's file shrunk: %q", len(defrags), defrags)
+	interrupted := eventsWith(t, ns, "db", "RecordDefragmentation")
+	t.Logf("defragmentations: %q; interrupted: %q", defrags, interrupted)
+	for _, m := range ec.Status.Members {
+		named := func(prefix string) func(string) bool {
+			return func(e string) bool { return strings.HasPrefix(e, prefix) }
+		}
+		if !slices.ContainsFunc(defrags, named(m.Name+": ")) && !slices.ContainsFunc(interrupted, named(m.Name+"'s defragmentation")) {
+			t.Errorf("%s: no Defragmented event and no interrupted defragmentation recorded: %q, %q", m.Name, defrags, interrupted)
+		}
 	}
 	// Steward disarms once every file is under 80% of its quota: that holds for the size each
 	// member's last defragmentation left. Writes after the disarm may grow the file again (CI saw
