@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -100,7 +101,51 @@ func memoryBreakdown(fams map[string]*dto.MetricFamily) map[string]float64 {
 					out["proc_"+strings.ToLower(k)+"_bytes"] = kb * 1024
 				}
 			}
+			maps.Copy(out, containerMemory(pid))
 		}
 	}
+	return out
+}
+
+// containerMemory: the memory cgroup of process pid (cgroup v1, as on this machine) counted as the
+// kubelet, its eviction and `kubectl top` count a container's. The working set is the usage less
+// the page cache the kernel drops first (inactive files). A page is charged to the cgroup that
+// first brought it into the cache, so the binary's pages, cached when the node's containerd
+// unpacked the image, are in the process's RSS and not in its container's usage: on any node
+// that unpacks images, not only here.
+func containerMemory(pid int) map[string]float64 {
+	out := map[string]float64{}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return out
+	}
+	var dir string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "memory" { // "4:memory:/localkube/node-1/kubepods/…"
+			dir = filepath.Join("/sys/fs/cgroup/memory", parts[2])
+		}
+	}
+	if dir == "" {
+		return out
+	}
+	usage, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+	if err != nil {
+		return out
+	}
+	stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return out
+	}
+	fields := map[string]float64{}
+	for _, line := range strings.Split(string(stat), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			fields[k], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	u, _ := strconv.ParseFloat(strings.TrimSpace(string(usage)), 64)
+	out["cgroup_usage_bytes"] = u
+	out["cgroup_working_set_bytes"] = max(u-fields["total_inactive_file"], 0)
+	out["cgroup_rss_bytes"] = fields["total_rss"]
+	out["cgroup_mapped_file_bytes"] = fields["total_mapped_file"]
 	return out
 }

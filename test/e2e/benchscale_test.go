@@ -162,10 +162,11 @@ func TestBenchScale(t *testing.T) {
 	// One line for docs/performance.md (hack/perfreport), its figures separated by "; ".
 	mem, mib := memoryBreakdown(after), func(v float64) float64 { return v / (1 << 20) }
 	t.Logf("MEASURE operator at %d clusters: all Available %.0fs after the first was created; "+
-		"resident memory (RSS) %.1f MiB: anonymous %.1f MiB, file-backed (the binary's pages) %.1f MiB; Go heap in use %.1f MiB; %.0f goroutines; "+
+		"resident memory (RSS) %.1f MiB: anonymous %.1f MiB, file-backed (the binary's pages) %.1f MiB; "+
+		"container working set (the kubelet's measure: usage less inactive page cache) %.1f MiB; Go heap in use %.1f MiB; %.0f goroutines; "+
 		"CPU %.3f cores at steady state; %d of the clusters' objects written in %.0f reconciles of a minute; "+
 		"a deleted member's Pod recreated %.2fs after the deletion, the cluster settled again %.1fs after it",
-		n, formed.Seconds(), mib(rss), mib(mem["proc_rssanon_bytes"]), mib(mem["proc_rssfile_bytes"]), mib(heap), mem["go_goroutines"],
+		n, formed.Seconds(), mib(rss), mib(mem["proc_rssanon_bytes"]), mib(mem["proc_rssfile_bytes"]), mib(mem["cgroup_working_set_bytes"]), mib(heap), mem["go_goroutines"],
 		cpu/window.Seconds(), len(written), reconciles, noticed.Seconds(), repaired.Seconds())
 	if err := os.WriteFile(filepath.Join(f.Artifacts, "bench-scale.json"), b, 0o644); err != nil {
 		t.Log(err)
