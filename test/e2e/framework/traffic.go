@@ -16,7 +16,7 @@ import (
 type TrafficConfig struct {
 	Prefix    string        // key prefix of this run (default "/e2e-traffic/")
 	Workers   int           // concurrent clients (default 2)
-	Interval  time.Duration // pause between a worker's iterations (default 50ms)
+	Interval  time.Duration // pause between a worker's iterations (default 100ms)
 	OpTimeout time.Duration // per-request deadline (default 2s)
 	// Contended is the share (0 to 1) of iterations that, instead of writing a new key,
 	// make one request on a few keys all workers share: an overwriting put, a
@@ -57,12 +57,14 @@ func StartTraffic(c *clientv3.Client, cfg TrafficConfig) *Traffic {
 		cfg.Workers = 2
 	}
 	if cfg.Interval <= 0 {
-		// 50 ms: two workers make about 60 requests a second, a request every ~17 ms, so a
-		// member unavailable for a tenth of a second still meets several. At 20 ms (120 a
-		// second) one load cost a settled 3-member cluster 0.54 of a core, most of it etcd's
-		// fsyncs; at 50 ms 0.27 (measured side by side on the suite's machine). The suite runs
-		// several loads at once on 2 cores, and its scenarios were CPU-bound (1-2 % idle).
-		cfg.Interval = 50 * time.Millisecond
+		// 100 ms: with a put and a get per iteration, two workers make about 30 requests a
+		// second, one every ~30 ms, so a member unavailable for a tenth of a second still meets
+		// several. The load's cost is mostly etcd's fsyncs, in proportion to the rate: at 20 ms
+		// (120 a second) one load cost a settled 3-member cluster 0.54 of a core, at 50 ms 0.27
+		// (measured side by side on the suite's machine). The suite runs several loads at once
+		// on 2 cores and its scenarios are CPU-bound (5 % idle at 50 ms, CI on 1c5e7a4), so each
+		// load's CPU is taken from the Pod starts and reconciles the scenarios wait for.
+		cfg.Interval = 100 * time.Millisecond
 	}
 	if cfg.OpTimeout <= 0 {
 		cfg.OpTimeout = 2 * time.Second
