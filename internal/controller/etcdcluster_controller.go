@@ -82,6 +82,9 @@ type EtcdClusterReconciler struct {
 	// authProbes remembers, per cluster UID, whether etcd had authentication on while spec.auth
 	// was not declared (undeclaredAuthOn); losing it on restart costs one request per cluster.
 	authProbes sync.Map
+
+	// authPhases remembers each cluster's last known auth phase for its warning (authPhaseMemory).
+	authPhases authPhaseMemory
 }
 
 // The operator's permissions, generated into config/rbac by controller-gen.

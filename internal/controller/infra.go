@@ -147,6 +147,7 @@ func (r *EtcdClusterReconciler) teardown(ctx context.Context, ec *stewardv1.Etcd
 	if r.Etcd != nil {
 		r.Etcd.Forget(string(ec.UID))
 		r.certificatesApplied.Delete(ec.UID)
+		r.authPhases.forget(ec.UID)
 	}
 	base := ec.DeepCopy()
 	controllerutil.RemoveFinalizer(ec, stewardv1.FinalizerTeardown)

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/authplan"
@@ -67,7 +69,7 @@ func warnings(before, after *stewardv1.EtcdClusterStatus) []warning {
 // warn records the Warning Events of a status change.
 func (r *EtcdClusterReconciler) warn(ec *stewardv1.EtcdCluster, before *stewardv1.EtcdClusterStatus) {
 	ws := warnings(before, &ec.Status)
-	if authWentOn(before, &ec.Status) && !autoCompacts(ec) {
+	if r.authPhases.wentOn(ec.UID, before, &ec.Status) && !autoCompacts(ec) {
 		ws = append(ws, warning{"AuthWithoutCompaction", "", authplan.CompactionHint})
 	}
 	for _, w := range ws {
@@ -80,14 +82,45 @@ func undeclaredAuth(st *stewardv1.EtcdClusterStatus) bool {
 	return st.Auth != nil && st.Auth.Phase == stewardv1.AuthPhase(authplan.Undeclared)
 }
 
-// authWentOn: etcd auth is on now (On, or Syncing a user) and was not before. Steward's own
-// identity compacts as root; every other user is refused, so without etcd's auto-compaction history
-// grows until NOSPACE: said once when auth goes on, not after each user change.
-func authWentOn(before, after *stewardv1.EtcdClusterStatus) bool {
-	// Unknown (etcd unreadable for a moment) is no change either.
-	return authOn(after) && !authOn(before) && (before.Auth == nil || before.Auth.Phase != stewardv1.AuthPhase(authplan.Unknown))
+// authPhaseMemory remembers, per cluster UID, the last status.auth phase that was not Unknown.
+// Unknown (etcd's auth state unread for a reconcile: the member list failing, a new operator's
+// first read) says nothing about whether auth went on; compared with it, a switch seen as
+// Enabling, Unknown, On made no warning at all (CI, stop 53: the operator killed mid-enable).
+// Losing it on restart costs the warning only when the new operator's first status read is
+// Unknown too.
+type authPhaseMemory struct{ phases sync.Map }
+
+// wentOn says whether etcd auth went on with this status write (On, or Syncing a user) and was not
+// on at the last phase known. Steward's own identity compacts as root; every other user is
+// refused, so without etcd's auto-compaction history grows until NOSPACE: said once when auth goes
+// on, not after each user change nor after etcd was unreadable for a while.
+func (m *authPhaseMemory) wentOn(uid types.UID, before, after *stewardv1.EtcdClusterStatus) bool {
+	was := authPhase(before)
+	if was == stewardv1.AuthPhase(authplan.Unknown) {
+		if v, ok := m.phases.Load(uid); ok {
+			was = v.(stewardv1.AuthPhase)
+		}
+	}
+	if now := authPhase(after); now != stewardv1.AuthPhase(authplan.Unknown) {
+		m.phases.Store(uid, now)
+	} else if was != stewardv1.AuthPhase(authplan.Unknown) {
+		m.phases.Store(uid, was)
+	}
+	return authOn(after) && !phaseOn(was) && was != stewardv1.AuthPhase(authplan.Unknown)
 }
 
-func authOn(st *stewardv1.EtcdClusterStatus) bool {
-	return st.Auth != nil && (st.Auth.Phase == stewardv1.AuthPhase(authplan.On) || st.Auth.Phase == stewardv1.AuthPhase(authplan.Syncing))
+func (m *authPhaseMemory) forget(uid types.UID) { m.phases.Delete(uid) }
+
+// authPhase is status.auth.phase, "" without status.auth.
+func authPhase(st *stewardv1.EtcdClusterStatus) stewardv1.AuthPhase {
+	if st.Auth == nil {
+		return ""
+	}
+	return st.Auth.Phase
+}
+
+func authOn(st *stewardv1.EtcdClusterStatus) bool { return phaseOn(authPhase(st)) }
+
+func phaseOn(p stewardv1.AuthPhase) bool {
+	return p == stewardv1.AuthPhase(authplan.On) || p == stewardv1.AuthPhase(authplan.Syncing)
 }

@@ -55,30 +55,59 @@ func undeclared(s *stewardv1.EtcdClusterStatus) *stewardv1.EtcdClusterStatus {
 	return withAuth(s, "Undeclared")
 }
 
+// TestAuthWentOn walks status.auth's phase through reconciles (each "before" is the last one's
+// "after") and says where the AuthWithoutCompaction warning is due. A phase of Unknown (etcd's auth
+// not readable for a reconcile: the member list failing, a new operator's first read) hides nothing:
+// the warning compares with the last phase known, remembered across it, and the restart starts
+// from status as written.
 func TestAuthWentOn(t *testing.T) {
 	for _, tc := range []struct {
-		before, after string
-		want          bool
+		name   string
+		phases []string // "restart" drops what the operator remembers
+		want   []int    // the steps (index into phases) that warn
 	}{
-		{"", "On", true},
-		{"Enabling", "On", true},
-		{"Enabling", "Syncing", true},
-		{"Off", "On", true},
-		{"Syncing", "On", false}, // a user synced with auth on: no second page
-		{"On", "On", false},
-		{"On", "Syncing", false},
-		{"On", "Disabling", false},
-		{"Undeclared", "Undeclared", false},
-		{"Unknown", "On", false}, // etcd unreadable for a moment
-		{"Undeclared", "On", true},
+		{"declared on a new cluster", []string{"", "On"}, []int{1}},
+		{"enabled", []string{"Off", "Enabling", "Enabling", "On", "On"}, []int{3}},
+		{"enabled, a user still syncing", []string{"Enabling", "Syncing", "On"}, []int{1}},
+		{"a user synced with auth on: no second warning", []string{"On", "Syncing", "On"}, nil},
+		{"turned off", []string{"On", "Disabling", "Off"}, nil},
+		{"undeclared stays undeclared", []string{"Undeclared", "Undeclared"}, nil},
+		{"undeclared, then declared", []string{"Undeclared", "On"}, []int{1}},
+		{"etcd unreadable with auth on: no second warning", []string{"On", "Unknown", "Unknown", "On"}, nil},
+		{"etcd unreadable as auth went on", []string{"Enabling", "Unknown", "On"}, []int{2}},
+		{"etcd unreadable as auth went on, twice", []string{"Enabling", "Unknown", "Syncing", "Unknown", "On"}, []int{2}},
+		{"a new operator whose first read failed, auth then on", []string{"Enabling", "restart", "Enabling", "Unknown", "On"}, []int{4}},
+		{"a new operator that finds auth on", []string{"On", "restart", "On", "Unknown", "On"}, nil},
+		{"a new operator that never knew the phase", []string{"restart", "Unknown", "On"}, nil},
 	} {
-		before, after := st(nil), st(nil)
-		if tc.before != "" {
-			before = withAuth(before, tc.before)
+		var m authPhaseMemory
+		var warned []int
+		var before *stewardv1.EtcdClusterStatus
+		for i, p := range tc.phases {
+			if p == "restart" {
+				m = authPhaseMemory{}
+				continue
+			}
+			after := st(nil)
+			if p != "" {
+				after = withAuth(after, p)
+			}
+			if before != nil && m.wentOn("uid", before, after) {
+				warned = append(warned, i)
+			}
+			before = after
 		}
-		after = withAuth(after, tc.after)
-		if got := authWentOn(before, after); got != tc.want {
-			t.Errorf("%s to %s: %v, want %v", tc.before, tc.after, got, tc.want)
+		if fmt.Sprint(warned) != fmt.Sprint(tc.want) {
+			t.Errorf("%s %v: warned at %v, want %v", tc.name, tc.phases, warned, tc.want)
 		}
+	}
+}
+
+func TestAuthPhaseMemoryForgets(t *testing.T) {
+	var m authPhaseMemory
+	m.wentOn("a", withAuth(st(nil), "Enabling"), withAuth(st(nil), "Unknown"))
+	m.forget("a")
+	if m.wentOn("a", withAuth(st(nil), "Unknown"), withAuth(st(nil), "On")) {
+		t.Error("a forgotten cluster warned from a phase it no longer remembers")
 	}
 }
