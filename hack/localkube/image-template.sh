@@ -4,7 +4,7 @@
 # the image content and the unpacked layers hard-linked, the two metadata databases copied.
 # Why: the suite adds about 24 nodes a run, and importing the archives into each (about 160 MB
 # unpacked, at the lowest CPU priority so the members of other nodes keep their heartbeats) took
-# 20-25 s per node on CI's 2 cores. Linking is safe because both are immutable once written:
+# 22-28 s per node on CI's 2 cores. Linking is safe because both are immutable once written:
 # a container writes only to a snapshot of its own, on top of the unpacked layers, and a node
 # that deletes an image only removes its own links.
 TEMPLATE_DIR=$LK/image-template

@@ -118,11 +118,13 @@ func (r *EtcdClusterReconciler) gatherFrom(ctx context.Context, kube client.Read
 	f.EtcdClusterID = o.clusterID
 	r.nodeZones(ctx, f.Members)
 	// What the members' nodes say is evidence (internal/evidence): of a quorum in doubt, and with
-	// etcd's leader's view of each member, of a node loss.
+	// etcd's leader's view of each member, of a node loss (the view read only when a node shows one).
 	// Live reads, whatever kube is: Steward caches neither Nodes nor PersistentVolumes (its RBAC
 	// grants no list or watch of PVs, so a cached read would wait for a cache that never syncs).
 	r.nodeFacts(ctx, r.reader(), f.Members, o.pods, o.pvcs)
-	r.peerViews(ctx, o, &f)
+	if plan.PeerViewNeeded(f.Members) {
+		r.peerViews(ctx, o, &f)
+	}
 	if f.ContinuousDurable, err = r.continuousDurable(ctx, ec); err != nil {
 		return nil, err
 	}

@@ -54,6 +54,42 @@ func (f *Facts) replacedElsewhere(name string) {
 	f.m(name).Pod.Deleting, f.m(name).Pod.DeletingSince = true, f.Now.Add(-time.Hour)
 }
 
+// The leader's view is read only when some member's nodes show it lost: its Node not Ready, gone
+// or out of service, or, for a Pod that does not run, its volume's node gone or cordoned.
+func TestPeerViewNeeded(t *testing.T) {
+	ready := evidence.Node{Name: "n", Known: true, Ready: true}
+	running := Pod{Exists: true, Phase: corev1.PodRunning}
+	pending := Pod{Exists: true, Phase: corev1.PodPending}
+	for _, tc := range []struct {
+		name string
+		m    Member
+		want bool
+	}{
+		{"node Ready", Member{Pod: running, Nodes: NodeFacts{Pod: ready}}, false},
+		{"no node yet", Member{Pod: pending}, false},
+		{"node not read", Member{Pod: running, Nodes: NodeFacts{Pod: evidence.Node{Name: "n"}}}, false},
+		{"node not Ready", Member{Pod: running, Nodes: NodeFacts{Pod: evidence.Node{Name: "n", Known: true}}}, true},
+		{"node deleted", Member{Pod: running, Nodes: NodeFacts{Pod: evidence.Node{Name: "n", Known: true, Deleted: true}}}, true},
+		{"node out of service", Member{Pod: running, Nodes: NodeFacts{Pod: evidence.Node{Name: "n", Known: true, Ready: true, OutOfService: true}}}, true},
+		{"volume's node cordoned, Pod pending", Member{Pod: pending,
+			Nodes: NodeFacts{Volume: &evidence.Node{Name: "v", Known: true, Ready: true, Cordoned: true}}}, true},
+		{"volume's node cordoned, Pod running there", Member{Pod: running,
+			Nodes: NodeFacts{Pod: ready, Volume: &evidence.Node{Name: "n", Known: true, Ready: true, Cordoned: true}}}, false},
+		{"volume's node deleted, Pod pending", Member{Pod: pending,
+			Nodes: NodeFacts{Volume: &evidence.Node{Name: "v", Known: true, Deleted: true}}}, true},
+		{"volume's node not read", Member{Pod: pending, Nodes: NodeFacts{Volume: &evidence.Node{Name: "v"}}}, false},
+	} {
+		well := Member{Name: "a", Pod: running, Nodes: NodeFacts{Pod: ready}}
+		tc.m.Name = "b"
+		if got := PeerViewNeeded([]Member{well, tc.m}); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if PeerViewNeeded(nil) {
+		t.Error("no members: a view read")
+	}
+}
+
 func TestPlanNodeLoss(t *testing.T) {
 	runPlanCases(t, []planCase{
 		{name: "NotReady and unheard for the setting: removed first, to be replaced elsewhere",
