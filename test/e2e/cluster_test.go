@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,6 +119,11 @@ func get(ctx context.Context, ns, name string) (*stewardv1.EtcdCluster, error) {
 // settled holds when the cluster reports what the user asked for: the current generation
 // observed, every member ready and updated, Available, nothing progressing or rolling.
 func settled(ns, name string, replicas int32) framework.Condition {
+	// What the Pods show is for the failure message only: read at most every 5 s, not on each
+	// poll (a LIST of the namespace's Pods 4 times a second while a cluster forms was the suite's
+	// largest response volume at the API server after the polls of the clusters themselves).
+	var pods string
+	var podsRead time.Time
 	return func(ctx context.Context) (bool, error) {
 		ec, err := get(ctx, ns, name)
 		if err != nil {
@@ -128,8 +134,11 @@ func settled(ns, name string, replicas int32) framework.Condition {
 		case s.ObservedGeneration != ec.Generation:
 			return false, fmt.Errorf("observedGeneration %d of %d", s.ObservedGeneration, ec.Generation)
 		case s.ReadyMembers != replicas || s.UpdatedMembers != replicas || s.Replicas != replicas:
+			if time.Since(podsRead) > 5*time.Second {
+				pods, podsRead = unreadyMembers(ctx, ns, ec), time.Now()
+			}
 			return false, fmt.Errorf("ready %d, updated %d, members %d; want %d%s", s.ReadyMembers, s.UpdatedMembers,
-				s.Replicas, replicas, unreadyMembers(ctx, ns, ec))
+				s.Replicas, replicas, pods)
 		case replicas > 0 && !meta.IsStatusConditionTrue(s.Conditions, "Available"):
 			return false, fmt.Errorf("not Available: %s", condition(ec, "Available"))
 		case meta.IsStatusConditionTrue(s.Conditions, "Progressing"):
@@ -144,6 +153,9 @@ func settled(ns, name string, replicas int32) framework.Condition {
 // unreadyMembers names the members status does not count as ready, each with what its Pod shows,
 // so that a wait that times out says whether the kubelet, etcd or the operator held it.
 func unreadyMembers(ctx context.Context, ns string, ec *stewardv1.EtcdCluster) string {
+	if !slices.ContainsFunc(ec.Status.Members, func(m stewardv1.MemberStatus) bool { return !m.Ready }) {
+		return ""
+	}
 	pods, _ := f.Pods(ctx, ns, map[string]string{stewardv1.LabelCluster: ec.Name})
 	byName := map[string]*corev1.Pod{}
 	for _, p := range pods {

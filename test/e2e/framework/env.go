@@ -82,6 +82,7 @@ type Framework struct {
 	REST      *rest.Config
 	Scheme    *runtime.Scheme
 	Client    client.Client        // typed and unstructured objects, server-side apply
+	Watcher   client.WithWatch     // Client, which also watches
 	Clientset kubernetes.Interface // logs and other subresources
 }
 
@@ -107,7 +108,7 @@ func New(cfg Config) (*Framework, error) {
 	if err := stewardv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	c, err := client.New(rc, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(rc, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}
@@ -115,5 +116,5 @@ func New(cfg Config) (*Framework, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Framework{Config: cfg, REST: rc, Scheme: scheme, Client: c, Clientset: cs}, nil
+	return &Framework{Config: cfg, REST: rc, Scheme: scheme, Client: c, Watcher: c, Clientset: cs}, nil
 }
