@@ -240,7 +240,7 @@ func errNote(err error) string {
 // kills it (SIGKILL: the Pod deleted with no grace) and disarms. A point not reached in time
 // injects nothing.
 func (c *campaign) failpoint(ctx context.Context, s chaos.Step) (bool, string) {
-	hit, err := stopAtFailpoint(ctx, c.ns, c.name, s.Failpoint, s.FaultFor+20*time.Second)
+	hit, err := stopAtFailpoint(ctx, c.ns, c.name, s.Failpoint, s.FaultFor+20*time.Second, nil)
 	switch {
 	case err != nil:
 		return hit, err.Error()

@@ -40,9 +40,10 @@ func TestDowngrade(t *testing.T) {
 		start := time.Now()
 		handoffs := len(eventsWith(t, ns, "down", "MoveLeader"))
 		w := watchRoll(t, ns, "down", 3)
-		w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v36 })
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		hit, err := stopAtFailpoint(ctx, ns, "down", failpoint.AfterDowngradeEnable, 3*time.Minute)
+		hit, err := stopAtFailpoint(ctx, ns, "down", failpoint.AfterDowngradeEnable, 3*time.Minute, func() {
+			w.change(func(ec *stewardv1.EtcdCluster) { ec.Spec.Version = v36 })
+		})
 		cancel()
 		if err != nil || !hit {
 			t.Fatalf("the operator did not stop after enabling the downgrade (hit %v): %v", hit, err)

@@ -16,8 +16,9 @@ import (
 
 // stopAtFailpoint arms point on the cluster (the operator image is built with the failpoints tag),
 // waits up to within for the operator to log that it stopped there, kills it (its Pod deleted with
-// no grace) and disarms. hit says whether the point was reached; one not reached injects nothing.
-func stopAtFailpoint(ctx context.Context, ns, name, point string, within time.Duration) (hit bool, err error) {
+// no grace) and disarms. then, when not nil, runs once the point is armed: the change that leads
+// there. hit says whether the point was reached; one not reached injects nothing.
+func stopAtFailpoint(ctx context.Context, ns, name, point string, within time.Duration, then func()) (hit bool, err error) {
 	// An operator stopped at a point serves no drain either: held from before arming.
 	operatorUp.Lock()
 	defer operatorUp.Unlock()
@@ -33,6 +34,12 @@ func stopAtFailpoint(ctx context.Context, ns, name, point string, within time.Du
 		return false, err
 	}
 	armed := time.Now()
+	// What leads to the point comes after the arming: done before, the operator could pass the
+	// point first (CI: TestDowngrade's edit, then the wait for this lock while another scenario
+	// held it, and etcd's downgrade was enabled before the point was armed).
+	if then != nil {
+		then()
+	}
 	_ = framework.Poll(ctx, within, func(ctx context.Context) (bool, error) {
 		op, err := operatorPod(ctx)
 		if err != nil {
