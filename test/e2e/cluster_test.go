@@ -183,6 +183,18 @@ func podState(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		s += ", deleting"
 	}
+	// An init container that has not ended is what a PodInitializing Pod waits on (a restore's
+	// fetch, say): name it and how long it has run.
+	for _, c := range p.Status.InitContainerStatuses {
+		switch {
+		case c.State.Running != nil:
+			s += fmt.Sprintf(", init %s running since %s", c.Name, c.State.Running.StartedAt.UTC().Format(time.TimeOnly))
+		case c.State.Waiting != nil:
+			s += fmt.Sprintf(", init %s waiting (%s)", c.Name, c.State.Waiting.Reason)
+		case c.State.Terminated != nil && c.State.Terminated.ExitCode != 0:
+			s += fmt.Sprintf(", init %s ended %s (exit %d)", c.Name, c.State.Terminated.Reason, c.State.Terminated.ExitCode)
+		}
+	}
 	for _, c := range p.Status.ContainerStatuses {
 		switch {
 		case c.State.Waiting != nil:

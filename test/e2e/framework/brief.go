@@ -1,13 +1,16 @@
 package framework
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -34,6 +37,15 @@ func (f *Framework) Brief(ctx context.Context, ns string) string {
 
 // brief formats what Brief read.
 func brief(clusters []stewardv1.EtcdCluster, pods []corev1.Pod) string {
+	// The cluster a wait is about is most likely one not settled, or the newest: it goes first, so
+	// that a cut line still shows it (a namespace may hold several restored clusters).
+	clusters = slices.Clone(clusters)
+	slices.SortStableFunc(clusters, func(a, b stewardv1.EtcdCluster) int {
+		if sa, sb := settled(&a), settled(&b); sa != sb {
+			return cmp.Compare(btoi(sa), btoi(sb))
+		}
+		return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
+	})
 	var parts []string
 	for _, ec := range clusters {
 		conds := make([]string, 0, len(ec.Status.Conditions))
@@ -54,6 +66,19 @@ func brief(clusters []stewardv1.EtcdCluster, pods []corev1.Pod) string {
 	}
 	parts = append(parts, "pods: "+strings.Join(ps, ", "))
 	return cut(strings.Join(parts, " | "), briefLimit)
+}
+
+// settled: Available and not Progressing, by the operator's own conditions.
+func settled(ec *stewardv1.EtcdCluster) bool {
+	return apimeta.IsStatusConditionTrue(ec.Status.Conditions, "Available") &&
+		apimeta.IsStatusConditionFalse(ec.Status.Conditions, "Progressing")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func cut(s string, n int) string {

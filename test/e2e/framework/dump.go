@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,7 +62,11 @@ func (f *Framework) dumpPods(ctx context.Context, b *strings.Builder, ns string,
 		b.WriteString(DescribePod(&p))
 	}
 	for _, p := range pods.Items {
-		for _, cs := range p.Status.ContainerStatuses {
+		// Init containers first, in their order: a Pod held in PodInitializing says why there.
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			if cs.State.Waiting != nil && cs.RestartCount == 0 {
+				continue // never started: no log to read
+			}
 			f.dumpLog(ctx, b, &p, cs.Name, false, tailLines)
 			if cs.RestartCount > 0 {
 				f.dumpLog(ctx, b, &p, cs.Name, true, tailLines)
@@ -96,6 +101,30 @@ func (f *Framework) dumpEvents(ctx context.Context, b *strings.Builder, ns strin
 	}
 }
 
+// Warnings is the namespace's last n Warning events in one line ("" when none): a Pod held by a
+// mount, a probe or a failed init container says so there, where a failed wait's line is read.
+func (f *Framework) Warnings(ctx context.Context, ns string, n int) string {
+	var events corev1.EventList
+	if err := f.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return "; warnings unreadable: " + err.Error()
+	}
+	return warnings(events.Items, n)
+}
+
+func warnings(events []corev1.Event, n int) string {
+	events = slices.DeleteFunc(slices.Clone(events), func(e corev1.Event) bool { return e.Type != corev1.EventTypeWarning })
+	slices.SortStableFunc(events, func(a, b corev1.Event) int { return EventTime(&a).Compare(EventTime(&b)) })
+	if len(events) == 0 {
+		return ""
+	}
+	var out []string
+	for _, e := range events[max(0, len(events)-n):] {
+		out = append(out, fmt.Sprintf("%s %s/%s %s (x%d): %s", EventTime(&e).UTC().Format(time.TimeOnly), e.InvolvedObject.Kind,
+			e.InvolvedObject.Name, e.Reason, max(e.Count, 1), cut(e.Message, 160)))
+	}
+	return "; last warnings: " + strings.Join(out, "; ")
+}
+
 // EventTime is when an event happened: its microsecond EventTime (events.k8s.io, what Steward
 // records) when set, so events of the same second keep their order, else the legacy timestamps.
 func EventTime(e *corev1.Event) time.Time {
@@ -118,6 +147,9 @@ func DescribePod(p *corev1.Pod) string {
 	b.WriteString("\n")
 	for _, c := range p.Status.Conditions {
 		fmt.Fprintf(&b, "  condition %s=%s %s %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		fmt.Fprintf(&b, "  init %s restarts=%d state=%s\n", cs.Name, cs.RestartCount, containerState(cs.State))
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		fmt.Fprintf(&b, "  container %s ready=%v restarts=%d image=%s state=%s\n", cs.Name, cs.Ready, cs.RestartCount, cs.Image, containerState(cs.State))

@@ -38,9 +38,10 @@ func (f *Framework) WaitFor(t testing.TB, ns, desc string, timeout time.Duration
 	if err := Poll(context.Background(), timeout, cond); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		state := f.Brief(ctx, ns)
+		warnings := f.Warnings(ctx, ns, 3)
 		cancel()
 		f.Dump(t, ns)
-		t.Fatalf("waiting for %s: %v; now: %s", desc, err, state)
+		t.Fatalf("waiting for %s: %v%s; now: %s", desc, err, warnings, state)
 	}
 	if took := time.Since(start); took > timeout/2 {
 		t.Logf("SLOW WAIT: %s took %s of its %s", desc, took.Round(time.Millisecond), timeout)
