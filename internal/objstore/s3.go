@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -38,6 +39,11 @@ type S3Config struct {
 	// MaxRetries bounds retries of each request (0: minio-go's default of 10, which spends up to
 	// ~10 s on an endpoint that is down).
 	MaxRetries int
+	// ReadStallTimeout fails a read of an object's body that waits this long for a byte (0:
+	// DefaultReadStallTimeout). The HTTP client bounds the wait for a response's headers only; a
+	// body stalled mid-way (a connection a store or a middlebox keeps open and silent) would
+	// otherwise hold a restore until its command's whole timeout.
+	ReadStallTimeout time.Duration
 	// PartSize of multipart uploads; 0 is DefaultPartSize.
 	PartSize uint64
 }
@@ -159,39 +165,76 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, meta map[string]s
 	return ObjectInfo{Key: key, Size: info.Size, ETag: info.ETag, LastModified: info.LastModified, Metadata: lowerKeys(meta)}, nil
 }
 
-// Get opens the object; errors while reading are explained like the others.
+// DefaultReadStallTimeout is ReadStallTimeout's default: minio-go's own wait for a response's
+// headers, so a silent body is given as long as a silent server.
+const DefaultReadStallTimeout = time.Minute
+
+// errStalled is the cause a stalled read cancels its request with.
+var errStalled = errors.New("the store stalled")
+
+// Get opens the object; errors while reading are explained like the others. Each read of the
+// body (and the first request, which Stat makes) fails once it has waited ReadStallTimeout for the
+// store: the time a caller takes between reads does not count.
 func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error) {
 	obj, err := s.object(key)
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	o, err := s.c.GetObject(ctx, s.cfg.Bucket, obj, minio.GetObjectOptions{})
-	if err != nil {
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := &s3Reader{s: s, key: key, ctx: ctx, cancel: cancel, stall: s.cfg.ReadStallTimeout}
+	if r.stall <= 0 {
+		r.stall = DefaultReadStallTimeout
+	}
+	if r.o, err = s.c.GetObject(ctx, s.cfg.Bucket, obj, minio.GetObjectOptions{}); err != nil {
+		cancel(nil)
 		return nil, ObjectInfo{}, s.explain("reading", key, err)
 	}
-	st, err := o.Stat()
+	var st minio.ObjectInfo
+	err = r.guard(func() (err error) { st, err = r.o.Stat(); return err })
 	if err != nil {
-		_ = o.Close()
-		return nil, ObjectInfo{}, s.explain("reading", key, err)
+		_ = r.Close()
+		return nil, ObjectInfo{}, r.stalled(err)
 	}
-	return &s3Reader{o: o, s: s, key: key}, s.info(key, st), nil
+	return r, s.info(key, st), nil
 }
 
 type s3Reader struct {
-	o   *minio.Object
-	s   *S3
-	key string
+	o      *minio.Object
+	s      *S3
+	key    string
+	stall  time.Duration
+	ctx    context.Context // the request's, cancelled with errStalled by the guard
+	cancel context.CancelCauseFunc
+}
+
+// guard runs one call to the store, cancelling its request when it waits longer than r.stall.
+func (r *s3Reader) guard(call func() error) error {
+	t := time.AfterFunc(r.stall, func() { r.cancel(errStalled) })
+	defer t.Stop()
+	return call()
+}
+
+// stalled explains err, saying so when it is the stall guard's doing.
+func (r *s3Reader) stalled(err error) error {
+	if errors.Is(context.Cause(r.ctx), errStalled) {
+		return fmt.Errorf("reading %s: the store sent nothing for %s: %w", r.s.Location(r.key), r.stall, errStalled)
+	}
+	return r.s.explain("reading", r.key, err)
 }
 
 func (r *s3Reader) Read(p []byte) (int, error) {
-	n, err := r.o.Read(p)
+	var n int
+	err := r.guard(func() (err error) { n, err = r.o.Read(p); return err })
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = r.s.explain("reading", r.key, err)
+		err = r.stalled(err)
 	}
 	return n, err
 }
 
-func (r *s3Reader) Close() error { return r.o.Close() }
+func (r *s3Reader) Close() error {
+	defer r.cancel(nil)
+	return r.o.Close()
+}
 
 // Stat describes the object.
 func (s *S3) Stat(ctx context.Context, key string) (ObjectInfo, error) {
