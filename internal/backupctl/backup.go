@@ -23,6 +23,7 @@ import (
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupjob"
 	"github.com/etcd-steward/steward/internal/backupkey"
+	"github.com/etcd-steward/steward/internal/fairqueue"
 	"github.com/etcd-steward/steward/internal/resources"
 )
 
@@ -234,5 +235,6 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&stewardv1.EtcdBackup{}).
 		Owns(&batchv1.Job{}).
 		Named("etcdbackup").
+		WithOptions(fairqueue.Options(1)).
 		Complete(r)
 }

@@ -19,6 +19,7 @@ import (
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 	"github.com/etcd-steward/steward/internal/backupplan"
+	"github.com/etcd-steward/steward/internal/fairqueue"
 	"github.com/etcd-steward/steward/internal/schedule"
 )
 
@@ -248,5 +249,6 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&stewardv1.EtcdBackupSchedule{}).
 		Watches(&stewardv1.EtcdBackup{}, bySchedule).
 		Named("etcdbackupschedule").
+		WithOptions(fairqueue.Options(1)).
 		Complete(r)
 }

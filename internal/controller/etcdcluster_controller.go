@@ -13,8 +13,6 @@ import (
 
 	"github.com/etcd-steward/steward/internal/metrics"
 
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +28,7 @@ import (
 	"github.com/etcd-steward/steward/internal/disruption"
 	"github.com/etcd-steward/steward/internal/etcd"
 	"github.com/etcd-steward/steward/internal/failpoint"
+	"github.com/etcd-steward/steward/internal/fairqueue"
 	"github.com/etcd-steward/steward/internal/plan"
 )
 
@@ -300,6 +299,6 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&stewardv1.EtcdBackup{}, handler.EnqueueRequestsFromMapFunc(byBackupCluster)).
 		Watches(&stewardv1.EtcdBackupSchedule{}, handler.EnqueueRequestsFromMapFunc(byBackupCluster)).
 		Named("etcdcluster").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		WithOptions(fairqueue.Options(r.MaxConcurrentReconciles)).
 		Complete(r)
 }
