@@ -1,18 +1,15 @@
 package metrics
 
 import (
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
 )
 
-// Recorder exports each cluster's last reconciled status and counts what the operator did.
+// Recorder exports gauges of each cluster's last reconciled status and counts what the operator did.
 type Recorder struct {
 	mu       sync.Mutex
 	clusters map[key]snapshot
@@ -29,8 +26,10 @@ type Recorder struct {
 
 type key struct{ namespace, name string }
 
+// snapshot is what a cluster's last reconciled status leaves for the gauges.
 type snapshot struct {
-	status stewardv1.EtcdClusterStatus
+	gauges []gauge
+	step   *stepSince
 	leader string
 }
 
@@ -75,7 +74,8 @@ func (r *Recorder) Observe(namespace, name string, s *stewardv1.EtcdClusterStatu
 	if leader == "" {
 		leader = r.clusters[k].leader // an unknown leader is no change
 	}
-	r.clusters[k] = snapshot{status: *s.DeepCopy(), leader: leader}
+	gauges, step := gaugesOf(s)
+	r.clusters[k] = snapshot{gauges: gauges, step: step, leader: leader}
 }
 
 // Forget drops a deleted cluster's series.
@@ -123,84 +123,14 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 	defer r.mu.Unlock()
 	now := r.now()
 	for k, snap := range r.clusters {
-		s := snap.status
 		emit := func(d Def, v float64, extra ...string) {
 			ch <- prometheus.MustNewConstMetric(r.descs[d.Name], prometheus.GaugeValue, v, append([]string{k.namespace, k.name}, extra...)...)
 		}
-		counts := map[[2]string]int{}
-		for _, m := range s.Members {
-			role := string(m.Role)
-			if role == "" {
-				role = string(stewardv1.RoleUnknown)
-			}
-			counts[[2]string{strings.ToLower(role), boolString(m.Ready)}]++
-			if m.Role == stewardv1.RoleLeader {
-				emit(Leader, 1, m.Name)
-			}
-			if m.DBSize != nil {
-				emit(DBSize, float64(m.DBSize.Value()), m.Name)
-			}
-			if m.DBSizeInUse != nil {
-				emit(DBSizeInUse, float64(m.DBSizeInUse.Value()), m.Name)
-			}
-			if m.DBSize != nil && m.Quota != nil && m.Quota.Value() > 0 {
-				emit(QuotaUsed, float64(m.DBSize.Value())/float64(m.Quota.Value()), m.Name)
-			}
-			for _, a := range m.Alarms {
-				emit(Alarm, 1, m.Name, a)
-			}
+		for _, g := range snap.gauges {
+			emit(*g.def, g.value, g.labels...)
 		}
-		for rc, n := range counts {
-			emit(Members, float64(n), rc[0], rc[1])
-		}
-		emit(QuorumHealthy, boolFloat(meta.IsStatusConditionTrue(s.Conditions, "Available")))
-		avail := meta.FindStatusCondition(s.Conditions, "Available")
-		emit(Unreachable, boolFloat(avail != nil && avail.Reason == "MembersUnreachable"))
-		pending := 0
-		if ro := s.Rollout; ro != nil {
-			pending = len(ro.Pending)
-			if ro.Member != "" {
-				pending++
-			}
-		}
-		emit(RolloutPending, float64(pending))
-		if st := s.LastStep; st != nil {
-			emit(StepSeconds, now.Sub(st.Since.Time).Seconds(), st.Action)
-		}
-		if t := s.TLS; t != nil {
-			if t.CANotAfter != nil {
-				emit(CAExpiry, float64(t.CANotAfter.Unix()))
-			}
-			for _, c := range t.Certificates {
-				emit(CertificateExpiry, float64(c.NotAfter.Unix()), c.Name)
-			}
-		}
-		if c := meta.FindStatusCondition(s.Conditions, "PlacementAtRisk"); c != nil {
-			emit(PlacementAtRisk, boolFloat(c.Status == metav1.ConditionTrue))
-		}
-		if c := meta.FindStatusCondition(s.Conditions, "BackupReady"); c != nil {
-			emit(BackupReady, boolFloat(c.Status == metav1.ConditionTrue))
-		}
-		if b := s.Backup; b != nil && b.LastSuccessfulBackup != nil {
-			// The newest success, as the metric always said: lastSuccessfulBackup prefers an
-			// older verified backup over a newer one whose drill has not passed.
-			last := b.LastSuccessfulBackup
-			if b.NewerUnverified != nil {
-				last = b.NewerUnverified
-			}
-			if last.Time != nil {
-				emit(BackupLastSuccess, float64(last.Time.Unix()))
-			}
-			emit(BackupLastRevision, float64(last.Revision))
-		}
-		if c := s.Backup; c != nil && c.Continuous != nil {
-			if t := c.Continuous.DurableTime; t != nil {
-				emit(ContinuousDurable, float64(t.Unix()))
-			}
-			if t := c.Continuous.ReportedAt; t != nil {
-				emit(ContinuousReported, float64(t.Unix()))
-			}
-			emit(ContinuousLag, float64(c.Continuous.LagRevisions))
+		if snap.step != nil {
+			emit(StepSeconds, now.Sub(snap.step.since).Seconds(), snap.step.action)
 		}
 	}
 }
