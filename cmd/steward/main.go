@@ -12,6 +12,7 @@ import (
 	"flag"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -23,6 +24,9 @@ import (
 	"github.com/etcd-steward/steward/internal/selfinstall"
 	"github.com/etcd-steward/steward/internal/snapshot/cli"
 )
+
+// defaultGCPercent is the operator's GOGC when the environment sets none.
+const defaultGCPercent = 50
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "install-self" {
@@ -65,6 +69,14 @@ func main() {
 		log.Info("GOMEMLIMIT not set from the container's limit", "reason", err.Error())
 	} else {
 		log.Info("memory limit", "GOMEMLIMIT", limit)
+	}
+
+	// The heap's garbage is most of what each cluster adds to the working set above its live
+	// objects (issue 30): collecting at half the live heap's growth rather than at its doubling
+	// keeps 500 clusters under 128 MiB, for about 0.01 of a core more at 100 clusters
+	// (docs/measurements.md). A GOGC set in the environment wins.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 
 	mgr, err := manager.New(ctrl.GetConfigOrDie(), opts)
