@@ -31,7 +31,7 @@ e2e: ## End-to-end tests against the local cluster (KEEP_CLUSTER=1 keeps it up).
 bench-backup: ## Backup/restore figures of a 256 MiB database (STEWARD_E2E_BACKUP_MIB=1024 for 1 GiB); outside CI.
 	STEWARD_E2E_BENCH=1 E2E_RUN=TestBackupMeasure E2E_INSTALL_PHASE=0 E2E_CHAOS_PHASE=0 hack/e2e.sh
 
-bench-scale: ## 100 one-member clusters under one operator (BENCH_CLUSTERS=N): RSS, CPU, writes, repair notice; outside CI.
+bench-scale: ## 100 one-member clusters under one operator (BENCH_CLUSTERS=N; BENCH_GOGC=N sets the operator's GOGC): RSS, CPU, writes, repair notice; outside CI.
 	E2E_RUN=TestBenchScale E2E_ARGS='-tags e2e,bench' E2E_INSTALL_PHASE=0 E2E_CHAOS_PHASE=0 E2E_TIMEOUT=60m hack/e2e.sh
 
 chaos: ## The fault campaign alone: SEED=N[,M] (default: the CI seeds) DURATION=2h per seed (default 10m). Reports in _out/e2e/chaos/.

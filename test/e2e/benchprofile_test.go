@@ -25,22 +25,34 @@ import (
 const pprofPort = "8082"
 
 // enableOperatorPprof restarts the suite's operator with --pprof-bind-address (off by default) so
-// the benchmark can say where its memory goes; the cleanup restarts it without.
+// the benchmark can say where its memory goes, and with BENCH_GOGC in its environment when that is
+// set (the operator's garbage collection against its default); the cleanup restarts it without.
 func enableOperatorPprof(t *testing.T) {
 	t.Helper()
 	flag := "--pprof-bind-address=:" + pprofPort
-	hasFlag := func(c corev1.Container) bool { return slices.Contains(c.Args, flag) }
+	gogc := os.Getenv("BENCH_GOGC")
+	ready := func(c corev1.Container) bool {
+		return slices.Contains(c.Args, flag) && (gogc == "" || slices.Contains(c.Env, corev1.EnvVar{Name: "GOGC", Value: gogc}))
+	}
 	changeOperator(t, "the operator to serve pprof", func(c *corev1.Container) {
-		if !hasFlag(*c) {
+		if !slices.Contains(c.Args, flag) {
 			c.Args = append(c.Args, flag)
 		}
-	}, hasFlag)
+		if gogc != "" {
+			c.Env = append(slices.DeleteFunc(c.Env, isGOGC), corev1.EnvVar{Name: "GOGC", Value: gogc})
+		}
+	}, ready)
 	t.Cleanup(func() {
 		changeOperator(t, "the operator without pprof", func(c *corev1.Container) {
 			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return a == flag })
-		}, func(c corev1.Container) bool { return !hasFlag(c) })
+			c.Env = slices.DeleteFunc(c.Env, isGOGC)
+		}, func(c corev1.Container) bool {
+			return !slices.Contains(c.Args, flag) && !slices.ContainsFunc(c.Env, isGOGC)
+		})
 	})
 }
+
+func isGOGC(e corev1.EnvVar) bool { return e.Name == "GOGC" }
 
 // saveHeapProfile writes the operator's heap profile to <artifacts>/name and logs its top entries
 // by bytes in use (go tool pprof, when go is on PATH).
@@ -148,4 +160,58 @@ func containerMemory(pid int) map[string]float64 {
 	out["cgroup_rss_bytes"] = fields["total_rss"]
 	out["cgroup_mapped_file_bytes"] = fields["total_mapped_file"]
 	return out
+}
+
+// workingSetSampler reads the operator container's working set every second until stopped: one
+// reading at the window's end catches the heap anywhere between its live size and the next
+// collection's target, so a single figure moved by a few MiB from run to run (issue 30's slope).
+type workingSetSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	got  []float64
+}
+
+func sampleWorkingSet(t *testing.T) *workingSetSampler {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := &workingSetSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	pod, err := operatorPod(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := processNamed(pod, "manager", "steward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			if ws, ok := containerMemory(pid)["cgroup_working_set_bytes"]; ok {
+				s.got = append(s.got, ws)
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// result stops the sampling and returns the peak and the mean working set, and how many readings.
+func (s *workingSetSampler) result() (peak, mean float64, n int) {
+	close(s.stop)
+	<-s.done
+	for _, v := range s.got {
+		peak = max(peak, v)
+		mean += v
+	}
+	if len(s.got) > 0 {
+		mean /= float64(len(s.got))
+	}
+	return peak, mean, len(s.got)
 }

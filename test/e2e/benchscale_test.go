@@ -80,7 +80,9 @@ func TestBenchScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	window := 60 * time.Second
+	ws := sampleWorkingSet(t)
 	time.Sleep(window)
+	wsPeak, wsMean, wsReadings := ws.result()
 	after, err := sc.families(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +155,9 @@ func TestBenchScale(t *testing.T) {
 		"operatorRSSBytes":         rss,
 		"operatorHeapInUseBytes":   heap,
 		"operatorMemory":           memoryBreakdown(after),
+		"workingSetPeakBytes":      wsPeak,
+		"workingSetMeanBytes":      wsMean,
+		"workingSetReadings":       wsReadings,
 		"repairNoticedSeconds":     noticed.Seconds(),
 		"repairedSeconds":          repaired.Seconds(),
 		"maxConcurrentReconciles":  maxConcurrent(after),
@@ -163,10 +168,10 @@ func TestBenchScale(t *testing.T) {
 	mem, mib := memoryBreakdown(after), func(v float64) float64 { return v / (1 << 20) }
 	t.Logf("MEASURE operator at %d clusters: all Available %.0fs after the first was created; "+
 		"resident memory (RSS) %.1f MiB: anonymous %.1f MiB, file-backed (the binary's pages) %.1f MiB; "+
-		"container working set (the kubelet's measure: usage less inactive page cache) %s; Go heap in use %.1f MiB; %.0f goroutines; "+
+		"container working set (the kubelet's measure: usage less inactive page cache) %s, over the steady minute peak %.1f MiB, mean %.1f MiB (%d readings); Go heap in use %.1f MiB; %.0f goroutines; "+
 		"CPU %.3f cores at steady state; %d of the clusters' objects written in %.0f reconciles of a minute; "+
 		"a deleted member's Pod recreated %.2fs after the deletion, the cluster settled again %.1fs after it",
-		n, formed.Seconds(), mib(rss), mib(mem["proc_rssanon_bytes"]), mib(mem["proc_rssfile_bytes"]), workingSet(mem), mib(heap), mem["go_goroutines"],
+		n, formed.Seconds(), mib(rss), mib(mem["proc_rssanon_bytes"]), mib(mem["proc_rssfile_bytes"]), workingSet(mem), mib(wsPeak), mib(wsMean), wsReadings, mib(heap), mem["go_goroutines"],
 		cpu/window.Seconds(), len(written), reconciles, noticed.Seconds(), repaired.Seconds())
 	if err := os.WriteFile(filepath.Join(f.Artifacts, "bench-scale.json"), b, 0o644); err != nil {
 		t.Log(err)
