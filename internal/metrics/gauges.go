@@ -24,8 +24,8 @@ type stepSince struct {
 }
 
 // gaugesOf turns a status into the samples Collect emits. The Recorder keeps these, not the
-// status: a status copy per cluster (conditions, observed template, certificates) is several
-// times the size and is already in the informer cache.
+// status: a status copy per cluster (conditions, observed template, certificates) is 2.6 times
+// the size (TestObserveKeepsOnlyTheGauges) and is already in the informer cache.
 func gaugesOf(s *stewardv1.EtcdClusterStatus) ([]gauge, *stepSince) {
 	var out []gauge
 	add := func(d *Def, v float64, extra ...string) {
