@@ -32,18 +32,14 @@ func gaugesOf(s *stewardv1.EtcdClusterStatus) ([]gauge, *stepSince) {
 		out = append(out, gauge{def: d, value: v, labels: extra})
 	}
 	type roleReady struct{ role, ready string }
-	var counts []roleReady
-	seen := map[roleReady]int{}
+	counts := map[roleReady]int{} // Prometheus sorts what Collect emits: map order does not show
 	for _, m := range s.Members {
 		role := string(m.Role)
 		if role == "" {
 			role = string(stewardv1.RoleUnknown)
 		}
 		rr := roleReady{strings.ToLower(role), boolString(m.Ready)}
-		if _, ok := seen[rr]; !ok {
-			counts = append(counts, rr)
-		}
-		seen[rr]++
+		counts[rr]++
 		if m.Role == stewardv1.RoleLeader {
 			add(&Leader, 1, m.Name)
 		}
@@ -60,8 +56,8 @@ func gaugesOf(s *stewardv1.EtcdClusterStatus) ([]gauge, *stepSince) {
 			add(&Alarm, 1, m.Name, a)
 		}
 	}
-	for _, rr := range counts {
-		add(&Members, float64(seen[rr]), rr.role, rr.ready)
+	for rr, n := range counts {
+		add(&Members, float64(n), rr.role, rr.ready)
 	}
 	add(&QuorumHealthy, boolFloat(meta.IsStatusConditionTrue(s.Conditions, "Available")))
 	avail := meta.FindStatusCondition(s.Conditions, "Available")

@@ -36,7 +36,7 @@ func settledStatus(i int) *stewardv1.EtcdClusterStatus {
 		Replicas: 1, ReadyMembers: 1, UpdatedMembers: 1,
 		LastStep:        &stewardv1.StepRecord{Action: "None", Since: now},
 		CurrentTemplate: fmt.Sprintf("%x", i*7919),
-		Selector:        fmt.Sprintf("steward.etcd.io/cluster=%s", name),
+		Selector:        stewardv1.LabelCluster + "=" + name,
 		Conditions: []metav1.Condition{cond("Available", "QuorumHealthy"), cond("Progressing", "Settled"),
 			cond("Degraded", "MembersHealthy"), cond("PlacementAtRisk", "SingleMember")},
 		TLS: &stewardv1.TLSStatus{CANotAfter: &now, Certificates: []stewardv1.CertificateStatus{

@@ -24,10 +24,10 @@ import (
 
 const pprofPort = "8082"
 
-// enableOperatorPprof restarts the suite's operator with --pprof-bind-address (off by default) so
+// benchOperator restarts the suite's operator with --pprof-bind-address (off by default) so
 // the benchmark can say where its memory goes, and with BENCH_GOGC in its environment when that is
 // set (the operator's garbage collection against its default); the cleanup restarts it without.
-func enableOperatorPprof(t *testing.T) {
+func benchOperator(t *testing.T) {
 	t.Helper()
 	flag := "--pprof-bind-address=:" + pprofPort
 	gogc := os.Getenv("BENCH_GOGC")
@@ -103,20 +103,27 @@ func memoryBreakdown(fams map[string]*dto.MetricFamily) map[string]float64 {
 	// the runtime's.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if pod, err := operatorPod(ctx); err == nil {
-		if pid, err := processNamed(pod, "manager", "steward"); err == nil {
-			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-			for _, line := range strings.Split(string(status), "\n") {
-				k, v, _ := strings.Cut(line, ":")
-				if k == "RssAnon" || k == "RssFile" {
-					kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-					out["proc_"+strings.ToLower(k)+"_bytes"] = kb * 1024
-				}
+	if pid, err := operatorPID(ctx); err == nil {
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		for _, line := range strings.Split(string(status), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			if k == "RssAnon" || k == "RssFile" {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				out["proc_"+strings.ToLower(k)+"_bytes"] = kb * 1024
 			}
-			maps.Copy(out, containerMemory(pid))
 		}
+		maps.Copy(out, containerMemory(pid))
 	}
 	return out
+}
+
+// operatorPID: the host PID of the operator's process (the nodes share this machine's PID space).
+func operatorPID(ctx context.Context) (int, error) {
+	pod, err := operatorPod(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return processNamed(pod, "manager", "steward")
 }
 
 // containerMemory: the memory cgroup of process pid (cgroup v1, as on this machine) counted as the
@@ -176,11 +183,7 @@ func sampleWorkingSet(t *testing.T) *workingSetSampler {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s := &workingSetSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	pod, err := operatorPod(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := processNamed(pod, "manager", "steward")
+	pid, err := operatorPID(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

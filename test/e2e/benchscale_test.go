@@ -37,7 +37,7 @@ func TestBenchScale(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_CLUSTERS")); err == nil && v > 0 {
 		n = v
 	}
-	enableOperatorPprof(t)
+	benchOperator(t)
 	ns := f.Namespace(t)
 	start := time.Now()
 	var wg sync.WaitGroup
