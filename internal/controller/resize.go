@@ -104,19 +104,28 @@ func (e effects) RestartContainer(ctx context.Context, member string) error {
 	}
 	t := e.ec.Status.Observed
 	base := p.DeepCopy()
+	changed := false
 	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == "etcd" {
-			p.Spec.Containers[i].Image = resources.Image(t, e.r.EtcdImageRepository)
+		if c := &p.Spec.Containers[i]; c.Name == "etcd" {
+			image := resources.Image(t, e.r.EtcdImageRepository)
+			changed = c.Image != image
+			c.Image = image
 		}
 	}
 	resources.SetPodTemplate(p, t)
-	from := etcdContainerID(p)
-	if from == "" {
-		from = "none" // no container yet: any the kubelet reports later is the restarted one
+	// The kubelet restarts the container only when its image changes. A Pod already on the image
+	// (its template record behind) gets the record alone: marking the running container as the
+	// one restarted would hold the member unready for a restart that never comes (CI: a roll
+	// stuck 8 minutes on "web-1 is not ready" with web-1's Pod Ready).
+	if changed {
+		from := etcdContainerID(p)
+		if from == "" {
+			from = "none" // no container yet: any the kubelet reports later is the restarted one
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[stewardv1.AnnotationRestartedFrom] = from
 	}
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	p.Annotations[stewardv1.AnnotationRestartedFrom] = from
 	return e.r.Client.Patch(ctx, p, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

@@ -148,6 +148,26 @@ func (w *rollWatch) checkHandoff(lead string) {
 	t.Errorf("no leadership handoff from %s before rolling it: MoveLeader events %v, leaders %v", lead, moves, w.leaders)
 }
 
+// electedLast: an election, not Steward (no MoveLeader from lead), moved leadership from lead to
+// last during the roll, and last went last. On a loaded machine a leader can lose an election on
+// its own (CI: leaders [web-0 web-2 web-0], no MoveLeader); the plan then keeps the new leader
+// for last, as it should.
+func (w *rollWatch) electedLast(lead, last string) bool {
+	for _, m := range eventsWith(w.t, w.ns, w.name, "MoveLeader") {
+		if strings.Contains(m, "from "+lead) {
+			return false
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := slices.Index(w.leaders, lead)
+	if i < 0 || !slices.Contains(w.leaders[i+1:], last) {
+		return false
+	}
+	w.t.Logf("an election moved leadership from %s to %s during the roll (leaders %v): %s went last", lead, last, w.leaders, last)
+	return true
+}
+
 func (w *rollWatch) halt() {
 	select {
 	case <-w.stop:
