@@ -30,17 +30,18 @@ func (r *EtcdClusterReconciler) ensureFinalizer(ctx context.Context, ec *steward
 //
 // A Service of the same name that is not this cluster's (a Helm release's, another operator's) is
 // never patched: its selector would start routing its clients to Steward's members. Its name comes
-// back in taken, for the adoption preflight and a Warning event.
+// back in taken, for the adoption preflight and a Warning event. A PDB of the cluster's name that
+// is not its own is neither patched nor deleted, and says so in a Warning event.
 func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv1.EtcdCluster) (taken []string, err error) {
 	for _, want := range []*corev1.Service{resources.PeerService(ec), resources.ClientService(ec)} {
 		var have corev1.Service
-		err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
-		switch {
-		case err == nil && !metav1.IsControlledBy(&have, ec):
+		found, err := r.getUncached(ctx, client.ObjectKeyFromObject(want), &have)
+		if err != nil {
+			return nil, err
+		}
+		if found && !metav1.IsControlledBy(&have, ec) {
 			taken = append(taken, want.Name)
 			continue
-		case err != nil && !apierrors.IsNotFound(err):
-			return nil, err
 		}
 		svc := &corev1.Service{ObjectMeta: want.ObjectMeta}
 		_, err = controllerutil.CreateOrPatch(ctx, r.Client, svc, func() error {
@@ -58,18 +59,33 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv
 			return nil, fmt.Errorf("service %s: %w", want.Name, err)
 		}
 	}
-	// The budget counts the Pods its selector matches: the voter Pods there are now.
+	return taken, r.ensurePDB(ctx, ec)
+}
+
+// ensurePDB keeps the cluster's PodDisruptionBudget as built from the spec and the voter Pods there
+// are. The budget counts the Pods its selector matches: the voter Pods there are now.
+func (r *EtcdClusterReconciler) ensurePDB(ctx context.Context, ec *stewardv1.EtcdCluster) error {
 	var voters corev1.PodList
 	sel := resources.SelectorLabels(ec.Name)
 	sel[stewardv1.LabelVoter] = "true"
 	if err := r.Client.List(ctx, &voters, client.InNamespace(ec.Namespace), client.MatchingLabels(sel)); err != nil {
-		return taken, err
+		return err
 	}
 	want := resources.PDB(ec, len(voters.Items))
-	if want == nil {
-		pdb := &policyv1.PodDisruptionBudget{}
-		pdb.Name, pdb.Namespace = resources.PDBName(ec.Name), ec.Namespace
-		return taken, client.IgnoreNotFound(r.Client.Delete(ctx, pdb))
+	var have policyv1.PodDisruptionBudget
+	found, err := r.getUncached(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.PDBName(ec.Name)}, &have)
+	switch {
+	case err != nil:
+		return err
+	case found && !metav1.IsControlledBy(&have, ec):
+		r.event(ec, corev1.EventTypeWarning, "PodDisruptionBudgetNameTaken", "PodDisruptionBudget %s exists and is not this "+
+			"cluster's: Steward leaves it alone, and its members have no budget of their own; name the EtcdCluster differently", have.Name)
+		return nil
+	case want == nil && found:
+		// Only the object read: one of the same name created since is not ours to delete.
+		return client.IgnoreNotFound(r.Client.Delete(ctx, &have, client.Preconditions{UID: &have.UID}))
+	case want == nil:
+		return nil
 	}
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
 	_, err = controllerutil.CreateOrPatch(ctx, r.Client, pdb, func() error {
@@ -77,7 +93,22 @@ func (r *EtcdClusterReconciler) ensureServices(ctx context.Context, ec *stewardv
 		pdb.Spec = want.Spec
 		return controllerutil.SetControllerReference(ec, pdb, r.Client.Scheme())
 	})
-	return taken, err
+	return err
+}
+
+// getUncached reads an object the cache may not hold: Services and PDBs are cached only when they
+// carry Steward's cluster label (an operator in a big cluster must not hold every Service), so one
+// the cache does not have may still exist, without the label, as someone else's. Only then is the
+// API server asked; a settled cluster's own objects are read from the cache.
+func (r *EtcdClusterReconciler) getUncached(ctx context.Context, key client.ObjectKey, obj client.Object) (bool, error) {
+	err := r.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, obj)
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // syncVoterLabels keeps each Pod's voter label equal to what etcd's member list says, so the client

@@ -2,15 +2,20 @@ package controller_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	stewardv1 "github.com/etcd-steward/steward/api/v1alpha1"
@@ -230,5 +235,80 @@ func TestEnsureServicesLeavesOthersServicesAlone(t *testing.T) {
 	var peer corev1.Service
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ec.Namespace, Name: resources.PeerServiceName(ec.Name)}, &peer); err != nil {
 		t.Fatalf("the peer Service, which nobody else had, was not created: %v", err)
+	}
+}
+
+// The operator caches only Services and PDBs with Steward's cluster label, so someone else's of a
+// cluster's name is not in its cache. ensureServices still finds it, by a read past the cache, and
+// leaves it alone; before that read it took the cache's "not found" at its word, and the create
+// failed on every reconcile (a PDB the old cluster-wide cache showed was taken over, or deleted
+// when the cluster's budget was turned off). A settled cluster's own objects are read from the cache.
+func TestEnsureServicesFindsOthersPastTheCache(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ec := unmanagedCluster(namespace(t))
+	theirSelector := map[string]string{"app.kubernetes.io/name": "etcd"}
+	theirService := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: resources.ClientServiceName(ec.Name)},
+		Spec: corev1.ServiceSpec{Selector: theirSelector, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}}}
+	theirPDB := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ec.Namespace, Name: resources.PDBName(ec.Name)},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: theirSelector}}}
+	for _, o := range []client.Object{theirService, theirPDB} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts, err := manager.CacheOptions(manager.Options{SyncPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Scheme = env.Client.Scheme()
+	c, err := cache.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	cached, err := client.New(env.Config, client.Options{Scheme: env.Client.Scheme(), Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &countingReader{Reader: env.Client}
+	r := &controller.EtcdClusterReconciler{Client: cached, APIReader: live}
+	upkeep := func(budget bool) {
+		t.Helper()
+		ec.Spec.PodDisruptionBudget = &stewardv1.PodDisruptionBudgetSpec{Enabled: ptr.To(budget)}
+		taken, err := r.EnsureServicesTaken(ctx, ec)
+		if err != nil || len(taken) != 1 || taken[0] != theirService.Name {
+			t.Fatalf("taken = %v, %v; want [%s]", taken, err, theirService.Name)
+		}
+	}
+	upkeep(true)
+	upkeep(false) // the cluster's budget turned off: nothing of the name is deleted
+	var svc corev1.Service
+	var pdb policyv1.PodDisruptionBudget
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirService), &svc); err != nil || !maps.Equal(svc.Spec.Selector, theirSelector) ||
+		len(svc.OwnerReferences) != 0 {
+		t.Fatalf("their Service was changed: %v, selector %v, owners %v", err, svc.Spec.Selector, svc.OwnerReferences)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirPDB), &pdb); err != nil || !maps.Equal(pdb.Spec.Selector.MatchLabels, theirSelector) ||
+		len(pdb.OwnerReferences) != 0 {
+		t.Fatalf("their PDB was changed or deleted: %v, owners %v", err, pdb.OwnerReferences)
+	}
+	var inCache corev1.ServiceList
+	for ctx.Err() == nil {
+		if err := cached.List(ctx, &inCache, client.InNamespace(ec.Namespace)); err == nil && len(inCache.Items) == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(inCache.Items) != 1 || inCache.Items[0].Name != resources.PeerServiceName(ec.Name) {
+		t.Fatalf("the cache holds %d Services: want only the cluster's own peer Service", len(inCache.Items))
+	}
+	live.gets = 0
+	upkeep(true)
+	if live.gets != 2 {
+		t.Errorf("an upkeep read past the cache %d times: want 2, the names someone else has (the peer Service is in the cache)", live.gets)
 	}
 }

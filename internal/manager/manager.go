@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -48,35 +49,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	sync := o.SyncPeriod
-	// Only Steward's own Pods and PVCs are cached: an operator in a big cluster must not hold every
-	// Pod in memory.
-	owned, err := labels.Parse(stewardv1.LabelCluster)
+	cacheOpts, err := CacheOptions(o)
 	if err != nil {
 		return nil, err
-	}
-	backupJobs, err := labels.Parse(stewardv1.LabelBackup)
-	if err != nil {
-		return nil, err
-	}
-	streamers, err := labels.Parse(backupjob.LabelStream)
-	if err != nil {
-		return nil, err
-	}
-	// managedFields are stripped from every cached object: the operator reads none of them, and on
-	// a Pod they outweigh the rest of its metadata.
-	cacheOpts := cache.Options{SyncPeriod: &sync, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: owned},
-		&corev1.PersistentVolumeClaim{}: {Label: owned},
-		&corev1.Secret{}:                {Label: owned},
-		&batchv1.Job{}:                  {Label: backupJobs},
-		&appsv1.Deployment{}:            {Label: streamers},
-	}}
-	if len(o.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
 	}
 	rec, err := recorder()
 	if err != nil {
@@ -167,3 +142,42 @@ func metricsOptions(o Options) metricsserver.Options {
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// CacheOptions is what the operator's informer cache holds: the EtcdCluster controller's tests
+// build their cache from it, so they see what the operator sees.
+func CacheOptions(o Options) (cache.Options, error) {
+	sync := o.SyncPeriod
+	// Only Steward's own Pods, PVCs, Secrets, Services and PDBs are cached: an operator in a big
+	// cluster must not hold every Pod or Service in memory. ensureServices reads the API server for
+	// a Service or PDB of a cluster's name that the cache does not have (someone else's).
+	owned, err := labels.Parse(stewardv1.LabelCluster)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	backupJobs, err := labels.Parse(stewardv1.LabelBackup)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	streamers, err := labels.Parse(backupjob.LabelStream)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	// managedFields are stripped from every cached object: the operator reads none of them, and on
+	// a Pod they outweigh the rest of its metadata.
+	cacheOpts := cache.Options{SyncPeriod: &sync, DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: owned},
+		&corev1.PersistentVolumeClaim{}: {Label: owned},
+		&corev1.Secret{}:                {Label: owned},
+		&corev1.Service{}:               {Label: owned},
+		&policyv1.PodDisruptionBudget{}: {Label: owned},
+		&batchv1.Job{}:                  {Label: backupJobs},
+		&appsv1.Deployment{}:            {Label: streamers},
+	}}
+	if len(o.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return cacheOpts, nil
+}
