@@ -17,20 +17,8 @@ import (
 // reports another container, ready, for the Pod's generation of the change.
 func TestRestartContainerRecordsTheContainerBefore(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	ec := unmanagedCluster(ns)
-	ec.Spec.Image = "registry.local/etcd:v3.6.16-patched"
-	ec.Status.Observed = ec.Spec.MemberTemplate.DeepCopy()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ghost-1", Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "repo/etcd:v3.6.16"}}}}
-	if err := env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", ContainerID: "containerd://before", Ready: true,
-		Image: "repo/etcd:v3.6.16"}}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	ec, pod, setContainer := restartFixture(t)
+	setContainer("containerd://before", "repo/etcd:v3.6.16")
 	gen := pod.Generation
 	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client, EtcdImageRepository: "repo/etcd"}
 	if err := r.RestartContainerJudged(ctx, ec, pod.DeepCopy()); err != nil {
@@ -56,22 +44,7 @@ func TestRestartContainerRecordsTheContainerBefore(t *testing.T) {
 // Ready, after two RestartContainer events for web-1 11 s apart.
 func TestRestartContainerOnTheImageAlreadyMarksNothing(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	ec := unmanagedCluster(ns)
-	ec.Spec.Image = "registry.local/etcd:v3.6.16-patched"
-	ec.Status.Observed = ec.Spec.MemberTemplate.DeepCopy()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ghost-1", Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "repo/etcd:v3.6.16"}}}}
-	if err := env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	setContainer := func(id, image string) {
-		t.Helper()
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", ContainerID: id, Ready: true, Image: image}}
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ec, pod, setContainer := restartFixture(t)
 	setContainer("containerd://before", "repo/etcd:v3.6.16")
 	r := &controller.EtcdClusterReconciler{Client: env.Client, APIReader: env.Client, EtcdImageRepository: "repo/etcd"}
 	if err := r.RestartContainerJudged(ctx, ec, pod.DeepCopy()); err != nil {
@@ -90,5 +63,28 @@ func TestRestartContainerOnTheImageAlreadyMarksNothing(t *testing.T) {
 	}
 	if from := got.Annotations[stewardv1.AnnotationRestartedFrom]; from != "containerd://before" {
 		t.Errorf("restarted-from %q after a restart that changed no image: want the first restart's %q kept", from, "containerd://before")
+	}
+}
+
+// restartFixture: a cluster whose target image is a patched 3.6.16 and a member Pod on the plain
+// one; setContainer sets the etcd container the kubelet reports.
+func restartFixture(t *testing.T) (*stewardv1.EtcdCluster, *corev1.Pod, func(id, image string)) {
+	t.Helper()
+	ctx := context.Background()
+	ns := namespace(t)
+	ec := unmanagedCluster(ns)
+	ec.Spec.Image = "registry.local/etcd:v3.6.16-patched"
+	ec.Status.Observed = ec.Spec.MemberTemplate.DeepCopy()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ghost-1", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "repo/etcd:v3.6.16"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return ec, pod, func(id, image string) {
+		t.Helper()
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", ContainerID: id, Ready: true, Image: image}}
+		if err := env.Client.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
