@@ -17,6 +17,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/localkube/lib.sh"
 need_root
 
 started=0
+failures=$OUT/e2e/failures.txt
+rm -f "$failures"
 cm_pid=""
 cpu_pid=""
 finish() {
@@ -28,6 +30,9 @@ finish() {
   elif ((started)); then
     log "KEEP_CLUSTER=1: the cluster stays up (export KUBECONFIG=$KUBECONFIG_ADMIN)"
   fi
+  # Last, after the CPU report and the cluster's shutdown: CI shows only the tail (stop 57's CI
+  # failure printed its message above them, where the tail no longer reached).
+  if [[ -s $failures ]]; then cat "$failures"; fi
   exit "$rc"
 }
 # cpu_start NAME / cpu_stop: hack/cpushare records whose CPU the phase used, into
@@ -98,13 +103,13 @@ export STEWARD_E2E_PROMETHEUS
 
 cd "$ROOT"
 # go_test LOG ARGS...: go test of the e2e packages, its output also kept in _out/e2e/LOG; on
-# failure each failed test's last own lines are printed again at the end, where CI's tail of the
-# output shows them.
+# failure each failed test's last own lines are printed again, and once more when the script ends,
+# where CI's tail of the output shows them.
 go_test() {
   local log=$OUT/e2e/$1; shift
   # shellcheck disable=SC2086 # E2E_ARGS is a list of words
   if ! go test -tags e2e ./test/e2e/... -v -count=1 "$@" ${E2E_ARGS:-} 2>&1 | tee "$log"; then
-    awk -f "$ROOT/hack/e2e-failures.awk" "$log"
+    awk -f "$ROOT/hack/e2e-failures.awk" "$log" | tee -a "$failures"
     return 1
   fi
 }

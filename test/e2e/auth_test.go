@@ -267,6 +267,7 @@ func authPasswordAlternation(t *testing.T, ns string) {
 	})
 	blue := framework.StartTraffic(passwordClient(t, ns, "app-blue", "blue-1"), framework.TrafficConfig{Prefix: "/a/blue/", Workers: 1})
 	time.Sleep(3 * time.Second)
+	greenChanged := time.Now()
 	setPassword(t, ns, "green", "green-2")
 	time.Sleep(3 * time.Second)
 	green := framework.StartTraffic(passwordClient(t, ns, "app-green", "green-2"), framework.TrafficConfig{Prefix: "/a/green/", Workers: 1})
@@ -278,12 +279,20 @@ func authPasswordAlternation(t *testing.T, ns string) {
 	setPassword(t, ns, "blue", "blue-2")
 	time.Sleep(3 * time.Second)
 	hStale, hGreen := stale.Stop(), green.Stop()
+	// The user in use is never refused, and keeps being served after the other user's change. A
+	// request may still time out (2 s): every auth change raises etcd's auth revision, and each
+	// client then logs in again before its next request is served, one more round through raft
+	// (CI: a loaded machine). That is latency, measured here, not a refusal.
 	for _, h := range []struct {
-		who string
-		h   framework.History
-	}{{"app-blue before the move", hBlue}, {"app-green", hGreen}} {
-		if failed := h.h.Failed(); len(failed) > 0 {
-			t.Errorf("%s: %d of %d requests failed across the other user's password change: %+v", h.who, len(failed), len(h.h), failed[0])
+		who     string
+		h       framework.History
+		changed time.Time
+	}{{"app-blue before the move", hBlue, greenChanged}, {"app-green", hGreen, changed}} {
+		if refused := authRefused(h.h); len(refused) > 0 {
+			t.Errorf("%s: %d of %d requests refused across the other user's password change: %+v", h.who, len(refused), len(h.h), refused[0])
+		}
+		if !servedAfter(h.h, h.changed) {
+			t.Errorf("%s: no request served after the other user's password change (%s)", h.who, h.h.Summary())
 		}
 		t.Logf("MEASURE password alternation, %s: %s", h.who, h.h.Summary())
 	}
@@ -426,6 +435,25 @@ func authRestoredElsewhere(t *testing.T, ns string) {
 	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != "mine" {
 		t.Errorf("db2's shared client with spec.auth: %v %v, want app-a's key restored", got, err)
 	}
+}
+
+// authRefused are the operations etcd refused for the client's identity: no permission, no user,
+// a password or token it does not take. Timeouts and leader changes are not among them.
+func authRefused(h framework.History) []framework.Op {
+	refusals := []error{rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound,
+		rpctypes.ErrAuthFailed, rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision}
+	var out []framework.Op
+	for _, op := range h.Failed() {
+		if slices.ContainsFunc(refusals, func(e error) bool { return strings.Contains(op.Err, e.Error()) }) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// servedAfter: some request that started after t succeeded.
+func servedAfter(h framework.History, t time.Time) bool {
+	return slices.ContainsFunc(h, func(op framework.Op) bool { return op.Start.After(t) && op.OK() })
 }
 
 // permissionDenied are the operations etcd refused for want of permission.
