@@ -440,15 +440,8 @@ func authRestoredElsewhere(t *testing.T, ns string) {
 // authRefused are the operations etcd refused for the client's identity: no permission, no user,
 // a password or token it does not take. Timeouts and leader changes are not among them.
 func authRefused(h framework.History) []framework.Op {
-	refusals := []error{rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound,
-		rpctypes.ErrAuthFailed, rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision}
-	var out []framework.Op
-	for _, op := range h.Failed() {
-		if slices.ContainsFunc(refusals, func(e error) bool { return strings.Contains(op.Err, e.Error()) }) {
-			out = append(out, op)
-		}
-	}
-	return out
+	return refusedWith(h, rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound,
+		rpctypes.ErrAuthFailed, rpctypes.ErrInvalidAuthToken, rpctypes.ErrAuthOldRevision)
 }
 
 // servedAfter: some request that started after t succeeded.
@@ -458,9 +451,14 @@ func servedAfter(h framework.History, t time.Time) bool {
 
 // permissionDenied are the operations etcd refused for want of permission.
 func permissionDenied(h framework.History) []framework.Op {
+	return refusedWith(h, rpctypes.ErrPermissionDenied, rpctypes.ErrUserEmpty)
+}
+
+// refusedWith are the failed operations whose error is one of errs.
+func refusedWith(h framework.History, errs ...error) []framework.Op {
 	var out []framework.Op
 	for _, op := range h.Failed() {
-		if strings.Contains(op.Err, rpctypes.ErrPermissionDenied.Error()) || strings.Contains(op.Err, "user name is empty") {
+		if slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(op.Err, e.Error()) }) {
 			out = append(out, op)
 		}
 	}
